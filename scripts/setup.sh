@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# One-time (and idempotent) machine set-up for TBRL Studio: a Docker engine, the offline base
+# images, npm dependencies and the bundles. Safe to re-run: every step checks before it acts.
+# Each step fails loudly with its reason; nothing is skipped silently.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+die() { printf '\033[31m[setup] FAILED:\033[0m %s\n' "$*" >&2; exit 1; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+APT_UPDATED=0
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  command -v apt-get >/dev/null || die "need Debian packages ${missing[*]} but apt-get is absent; install them by hand"
+  if [ $APT_UPDATED = 0 ]; then as_root apt-get update -qq || die "apt-get update failed"; APT_UPDATED=1; fi
+  log "installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/tmp/tbrl-apt.log 2>&1 \
+    || { tail -20 /tmp/tbrl-apt.log; die "apt-get install ${missing[*]} failed (log above)"; }
+}
+
+# --- Docker engine -----------------------------------------------------------------------------
+docker_ok() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+if ! docker_ok; then
+  if [ -z "${DOCKER_HOST:-}" ]; then
+    command -v dockerd >/dev/null || apt_install docker.io
+    log "starting dockerd"
+    as_root sh -c 'nohup dockerd --host unix:///var/run/docker.sock >/tmp/tbrl-dockerd.log 2>&1 &'
+    for _ in $(seq 1 60); do docker_ok && break; sleep 1; done
+  fi
+  docker_ok || { tail -20 /tmp/tbrl-dockerd.log 2>/dev/null || true; die "Docker daemon not answering (DOCKER_HOST=${DOCKER_HOST:-unset}); see the dockerd log above"; }
+fi
+log "docker $(docker version --format '{{.Server.Version}}') ready"
+apt_install ripgrep strace
+
+# --- Offline base image ---------------------------------------------------------------------------
+# No registry is reachable on the CI machine, so debian:bookworm-slim is made with debootstrap.
+# On a user's machine with a registry the same tag is simply pulled.
+if ! docker image inspect debian:bookworm-slim >/dev/null 2>&1; then
+  if ! docker pull -q debian:bookworm-slim >/dev/null 2>&1; then
+    apt_install debootstrap
+    MIRROR=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    [ -n "$MIRROR" ] || MIRROR=$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+    [ -n "$MIRROR" ] || die "no Debian mirror found in /etc/apt to debootstrap the base image from"
+    ROOTFS=$(mktemp -d /tmp/tbrl-rootfs.XXXX)
+    log "debootstrapping debian:bookworm-slim from $MIRROR (about a minute)"
+    as_root debootstrap --variant=minbase bookworm "$ROOTFS" "$MIRROR" >/tmp/tbrl-debootstrap.log 2>&1 \
+      || { tail -20 /tmp/tbrl-debootstrap.log; die "debootstrap failed (log above)"; }
+    as_root tar -C "$ROOTFS" -c . | docker import - debian:bookworm-slim >/dev/null
+    as_root rm -rf "$ROOTFS"
+  fi
+fi
+
+# Stand-ins for task base images that cannot be pulled here (see sandbox/images.json).
+node scripts/build-standins.mjs || die "building the base-image stand-ins failed"
+
+# --- Node dependencies and bundles --------------------------------------------------------------
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "npm ci"
+  npm ci --no-audit --no-fund >/tmp/tbrl-npm.log 2>&1 || { tail -30 /tmp/tbrl-npm.log; die "npm ci failed (log above)"; }
+fi
+log "building bundles"
+npm run -s build || die "build failed"
+log "ready"

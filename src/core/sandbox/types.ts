@@ -1,0 +1,115 @@
+import type { Readable } from 'node:stream';
+import type { CommandTrace } from '../trace/types';
+
+/** Where a sandbox's image comes from. */
+export type ImageSource =
+  | { kind: 'image'; image: string }
+  /** Build `dockerfile` (path relative to `context`) with build args. */
+  | { kind: 'dockerfile'; context: string; dockerfile: string; buildArgs?: Record<string, string> }
+  /** A `.devcontainer/devcontainer.json` (JSONC) of a workspace folder. */
+  | { kind: 'devcontainer'; workspaceFolder: string; configPath?: string };
+
+export interface SandboxLimits {
+  memoryBytes: number;
+  cpus: number;
+  pids: number;
+  /** Bytes of output kept per command (head and tail halves); the rest is dropped and counted. */
+  maxOutputBytes: number;
+}
+
+export const DEFAULT_LIMITS: SandboxLimits = {
+  memoryBytes: 2 * 1024 ** 3,
+  cpus: 1,
+  pids: 512,
+  maxOutputBytes: 64 * 1024,
+};
+
+export interface SandboxSpec {
+  image: ImageSource;
+  /** Run id, written as a container label so `tbrl gc` and the reaper find containers of dead runs. */
+  runId: string;
+  limits?: Partial<SandboxLimits>;
+  /** Network is off unless the task allows internet. */
+  network?: boolean;
+  env?: Record<string, string>;
+  workdir?: string;
+  /** Workspace mode (devcontainer): copy (default; the user's files are never written) or bind mount (opt-in). */
+  workspace?: { hostPath: string; containerPath: string; mode: 'copy' | 'bind' };
+  /** Build progress lines (image builds can take minutes). */
+  onProgress?: (line: string) => void;
+  signal?: AbortSignal;
+}
+
+export interface ExecOptions {
+  /** Kill the command's process group after this long; the shell stays usable. */
+  timeoutMs?: number;
+  /** Override the per-command output cap. */
+  maxOutputBytes?: number;
+  /** `block: false` in the action language: start it in the background and return at once. */
+  background?: boolean;
+  /** Record reads/writes/ports/processes for this command (DepGPO); ignored when tracing is unavailable. */
+  trace?: boolean;
+}
+
+export interface ExecResult {
+  /** null when the command was killed by the timeout. */
+  exitCode: number | null;
+  /** stdout and stderr interleaved as the terminal would show them, capped (head + marker + tail). */
+  output: string;
+  /** Bytes dropped from the middle by the cap (0 when nothing was dropped). */
+  droppedBytes: number;
+  timedOut: boolean;
+  durationMs: number;
+  trace?: CommandTrace;
+}
+
+export interface Checkpoint {
+  /** Image id of the committed container state. */
+  imageId: string;
+  runId: string;
+  step: number;
+  createdAt: string;
+  /** Shell state that a container commit does not carry (cwd, exported environment). */
+  cwd: string;
+  env: Record<string, string>;
+}
+
+export interface SandboxInfo {
+  containerId: string;
+  image: string;
+  /** The image the task asked for when a stand-in replaced it (base-image substitution). */
+  substitutedFrom?: string;
+  workspaceMode?: 'copy' | 'bind';
+  tracing: { available: boolean; method?: string; reason?: string };
+}
+
+/** One running container with a persistent shell. Every agent step, test run and verifier run goes through one. */
+export interface Sandbox {
+  readonly info: SandboxInfo;
+  /** Run a command in the persistent shell: cwd and exported env persist between calls. */
+  exec(command: string, options?: ExecOptions): Promise<ExecResult>;
+  /** Run a program directly (not through the persistent shell), e.g. a test runner; same caps and timeouts. */
+  execArgv(argv: string[], options?: ExecOptions & { cwd?: string; env?: Record<string, string> }): Promise<ExecResult>;
+  /** File primitives: no shell quoting, any bytes. Offset/limit are in lines (1-based offset). */
+  readFile(path: string): Promise<Buffer>;
+  writeFile(path: string, content: Buffer | string, mode?: number): Promise<void>;
+  putArchive(tar: Readable | Buffer, destDir: string): Promise<void>;
+  getArchive(path: string): Promise<Readable>;
+  /** Snapshot the container at a step (commit) so a run can be resumed or forked. */
+  checkpoint(step: number): Promise<Checkpoint>;
+  /** Stop and remove the container. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface SandboxProvider {
+  create(spec: SandboxSpec): Promise<Sandbox>;
+  /** A new container from a checkpoint, with its shell state restored. */
+  fork(checkpoint: Checkpoint, spec: Omit<SandboxSpec, 'image'>): Promise<Sandbox>;
+  /** Remove containers (and checkpoint images) of runs whose process is gone, or all with `all`. */
+  gc(options?: { all?: boolean }): Promise<{ containers: number; images: number }>;
+}
+
+/** Labels on everything the project creates, so leaks are findable. */
+export const LABEL_PROJECT = 'dev.tbrl.project';
+export const LABEL_RUN = 'dev.tbrl.run';
+export const LABEL_PID = 'dev.tbrl.pid';

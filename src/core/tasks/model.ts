@@ -1,0 +1,32 @@
+/**
+ * The task model shared by both on-disk formats (Terminal-Bench 1.x and Harbor) and by
+ * devcontainer workspaces. Loaders fill it; writers serialise it; fields a format has that this
+ * model does not name are kept in `extra` so a round trip loses nothing.
+ */
+export type TaskFormat = 'terminal-bench' | 'harbor' | 'devcontainer';
+
+export interface Task {
+  id: string;
+  /** Absolute path of the task directory. */
+  dir: string;
+  format: TaskFormat;
+  instruction: string;
+  difficulty?: string;
+  category?: string;
+  tags: string[];
+  /** Docker build context (absolute) and Dockerfile path relative to it. */
+  environment: { context: string; dockerfile: string } | { image: string };
+  agentTimeoutSec: number;
+  testTimeoutSec: number;
+  allowInternet: boolean;
+  /** Terminal-Bench: run-tests.sh + tests/; Harbor: tests/test.sh. Paths absolute. */
+  tests: { runner: string; dir: string; kind: 'pytest-summary' | 'harbor-reward' };
+  /** Per-test weights from test_weights.json (Terminal-Bench-RL); undefined means equal weights. */
+  testWeights?: Record<string, number>;
+  /** Reference solution: a shell script (solution.sh / solution/solve.sh) or commands from solution.yaml. */
+  solution?: { kind: 'script'; path: string } | { kind: 'commands'; commands: string[] };
+  /** Tev tasks carry a progress contract (src/core/synth). */
+  progressContract?: string;
+  /** Format fields not modelled above, kept verbatim. */
+  extra: Record<string, unknown>;
+}

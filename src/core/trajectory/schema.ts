@@ -1,0 +1,128 @@
+import type { CommandTrace, VerifierTrace } from '../trace/types';
+
+/**
+ * trajectory.jsonl: a header line, one line per step (appended and flushed as each step ends,
+ * so a killed run keeps every completed step), a footer line with rewards and credit.
+ * Readers accept any minor version of a known major and reject other majors with a clear error.
+ */
+export const TRAJECTORY_SCHEMA = 'tbrl.trajectory/1.0';
+export const TRAJECTORY_MAJOR = 1;
+
+export interface TrajectoryHeader {
+  type: 'header';
+  schema: string;
+  runId: string;
+  startedAt: string;
+  task: { id: string; dir: string; format: string; instruction: string };
+  policy: { kind: 'model' | 'oracle' | 'scripted' | 'human'; model?: string; baseUrl?: string; n?: number };
+  verifier?: { mode: string; n: number; model?: string };
+  config: Record<string, unknown>;
+  versions: { tbrl: string; node: string; promptVersion?: string };
+  sandbox?: { image: string; substitutedFrom?: string; workspaceMode?: 'copy' | 'bind'; tracing: { available: boolean; method?: string; reason?: string } };
+  /** Set when this run was forked from another run's checkpoint. */
+  forkedFrom?: { runId: string; step: number; trajectory?: string };
+}
+
+export interface CandidateRecord {
+  text: string;
+  completionTokens?: number;
+  logprobSum?: number;
+  /** False when the candidate did not parse; such candidates are ranked last by the verifier. */
+  parses: boolean;
+}
+
+export interface VerifierDecisionRecord {
+  mode: 'listwise' | 'pointwise' | 'pairwise' | 'decision-only' | 'none';
+  chosen: number;
+  scores: number[];
+  margin?: number;
+  /** Pairwise mode: wins[i][j] = margin-weighted preference of i over j. */
+  matrix?: number[][];
+  calls: number;
+  outputTokens: number;
+  /** Output tokens along the longest chain of dependent calls (what wall time scales with). */
+  parallelOutputTokens: number;
+  fallback?: string;
+  degradedFrom?: string;
+}
+
+export interface ActionRecord {
+  /** `bash`, `file.write`, `file.edit`, `search.grep`, `todo`, `scratchpad`, `finish`, ... */
+  kind: string;
+  /** The parsed YAML body. */
+  input: Record<string, unknown>;
+  /** What the agent was shown (wrapped, bounded). */
+  observation: string;
+  ok: boolean;
+  exitCode?: number | null;
+  timedOut?: boolean;
+  durationMs: number;
+  trace?: CommandTrace;
+}
+
+export interface TodoItem { id: number; content: string; done: boolean }
+
+export interface StepRecord {
+  type: 'step';
+  index: number;
+  startedAt: string;
+  durationMs: number;
+  candidates: CandidateRecord[];
+  decision?: VerifierDecisionRecord;
+  /** The turn that was executed (after a human override or edit, the edited text). */
+  chosenText: string;
+  actions: ActionRecord[];
+  parseErrors: string[];
+  usage: { promptTokens: number; completionTokens: number; latencyMs?: number };
+  todos: TodoItem[];
+  scratchpad: string[];
+  /** Checkpoint image of the container after this step (for fork/step back). */
+  checkpoint?: string;
+  /** Progress potential Φ after this step (Tev tasks). */
+  phi?: number;
+  human?: { action: 'accept' | 'pick' | 'edit'; chosen: number; editedFrom?: string };
+  /** Messages elided from the context before this step's model call. */
+  elided?: number[];
+}
+
+export interface TestOutcome {
+  name: string;
+  status: 'passed' | 'failed' | 'error' | 'skipped' | 'xfail' | 'xpass' | 'not-run';
+  weight: number;
+}
+
+export interface RewardRecord {
+  /** Weighted test score in [0,1]; undefined when the test run itself failed (see testError). */
+  tests?: number;
+  testOutcomes?: TestOutcome[];
+  testError?: { kind: string; message: string; logTail: string };
+  judge?: { score: number; components: Record<string, number>; promptVersion: string; backend: string } | { missing: string };
+  /** Tev tasks: R = 1[pass] + λΦ(s_T). */
+  pprs?: { pass: boolean; phi: number; lambda: number };
+  weights: { tests: number; judge: number };
+  total: number;
+}
+
+export interface DepgpoRecord {
+  /** Resource set E. */
+  resources: { files: string[]; ports: number[]; processes: string[] };
+  /** Per step: score s_t and factor f_t. */
+  stepScores: number[];
+  factors: number[];
+  edges: Array<{ from: number; to: number; kind: 'file' | 'stdout'; label: string }>;
+  fallback?: string;
+}
+
+export interface TrajectoryFooter {
+  type: 'footer';
+  endedAt: string;
+  endReason: 'finished' | 'max-steps' | 'max-time' | 'max-tokens' | 'no-action' | 'repeated-errors' | 'error' | 'interrupted' | 'cancelled';
+  endMessage?: string;
+  steps: number;
+  reward?: RewardRecord;
+  verifierTrace?: VerifierTrace;
+  depgpo?: DepgpoRecord;
+  usage: { promptTokens: number; completionTokens: number; verifierCalls: number; verifierOutputTokens: number };
+}
+
+export type TrajectoryLine = TrajectoryHeader | StepRecord | TrajectoryFooter;
