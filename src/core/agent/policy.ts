@@ -1,0 +1,27 @@
+import type { ChatMessage } from '../model/types';
+import type { CandidateRecord, VerifierDecisionRecord } from '../trajectory/schema';
+import type { Task } from '../tasks/model';
+
+export interface PolicyContext {
+  task: Task;
+  /** System prompt, instruction and the observation history so far. */
+  messages: ChatMessage[];
+  step: number;
+  signal?: AbortSignal;
+}
+
+/** One turn proposed by a policy: N candidates and the one to execute. */
+export interface PolicyTurn {
+  candidates: CandidateRecord[];
+  chosen: number;
+  decision?: VerifierDecisionRecord;
+  usage: { promptTokens: number; completionTokens: number; latencyMs?: number };
+  elided?: number[];
+}
+
+/** Model, model + Mid-Harness verifier, oracle (reference solution), scripted (tests), human. */
+export interface Policy {
+  readonly kind: 'model' | 'oracle' | 'scripted' | 'human';
+  readonly description: string;
+  next(context: PolicyContext): Promise<PolicyTurn>;
+}

@@ -1,0 +1,36 @@
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface ModelConfig {
+  baseUrl: string;
+  model: string;
+  /** Never written to trajectories, logs or bundles. */
+  apiKey?: string;
+  temperature?: number;
+  topP?: number;
+  maxTokens?: number;
+  stop?: string[];
+  /** Context window in tokens, for eliding old observations. */
+  contextTokens?: number;
+  timeoutMs?: number;
+  maxRetries?: number;
+  /** Parallel requests when the server ignores `n`. */
+  concurrency?: number;
+}
+
+export interface Completion {
+  text: string;
+  completionTokens?: number;
+  logprobSum?: number;
+  finishReason?: string;
+}
+
+export interface SampleResult {
+  completions: Completion[];
+  usage: { promptTokens: number; completionTokens: number };
+  latencyMs: number;
+  /** Indices of messages elided to fit the context budget. */
+  elided: number[];
+}
