@@ -21,6 +21,10 @@ export interface TrajectoryHeader {
   sandbox?: { image: string; substitutedFrom?: string; workspaceMode?: 'copy' | 'bind'; tracing: { available: boolean; method?: string; reason?: string } };
   /** Set when this run was forked from another run's checkpoint. */
   forkedFrom?: { runId: string; step: number; trajectory?: string };
+  /** The system prompt the policy saw (so exports and replays can rebuild the exact conversation). */
+  systemPrompt?: string;
+  /** Run limits in force (a run that ended at a limit says which). */
+  limits?: { maxSteps?: number; maxTimeSec?: number; maxTokens?: number };
 }
 
 export interface CandidateRecord {
@@ -111,6 +115,8 @@ export interface DepgpoRecord {
   factors: number[];
   edges: Array<{ from: number; to: number; kind: 'file' | 'stdout'; label: string }>;
   fallback?: string;
+  /** Per-step advantages Â_t, when a group-relative advantage Â_i was known (training rollouts). */
+  advantages?: number[];
 }
 
 export interface TrajectoryFooter {
