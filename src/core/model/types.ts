@@ -33,4 +33,19 @@ export interface SampleResult {
   latencyMs: number;
   /** Indices of messages elided to fit the context budget. */
   elided: number[];
+  /** Per-call usage and latency, in completion order. */
+  calls?: ModelCallRecord[];
 }
+
+/** One HTTP call made while sampling (a sample may top up with several). */
+export interface ModelCallRecord {
+  /** Choices requested and received in this call. */
+  requested: number;
+  received: number;
+  promptTokens: number;
+  completionTokens: number;
+  latencyMs: number;
+  /** Attempts including retries (1 = first try succeeded). */
+  attempts: number;
+}
+

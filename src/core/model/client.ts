@@ -1,0 +1,234 @@
+import OpenAI from 'openai';
+import type { ChatMessage, Completion, ModelCallRecord, ModelConfig, SampleResult } from './types';
+import { fitContext } from './context';
+import { TbrlError, errorMessage } from '../errors';
+import { mapLimit } from './concurrency';
+
+export interface ModelClientOptions {
+  /** Backoff base and cap; tests shorten them. */
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+  /** Diagnostic lines (retries, top-ups). Never receives the API key. */
+  log?: (line: string) => void;
+}
+
+export interface CallOverrides {
+  maxTokens?: number;
+  temperature?: number;
+  stop?: string[];
+  signal?: AbortSignal;
+}
+
+const DEFAULTS = { timeoutMs: 120_000, maxRetries: 3, concurrency: 8, retryBaseMs: 500, retryMaxMs: 20_000 };
+
+/** An answer that came back 200 but cannot be used (not JSON, no choices). Retried like a 5xx. */
+class MalformedAnswer extends Error {}
+
+type Failure = { kind: 'rate-limit' | 'server' | 'timeout' | 'connection' | 'malformed'; detail: string; retryAfterMs?: number };
+
+/**
+ * OpenAI-compatible chat client: samples N candidates for one history, retries transient
+ * failures with capped exponential backoff and jitter, and turns everything else into a
+ * TbrlError that names the endpoint (never the key).
+ */
+export class ModelClient {
+  private readonly openai: OpenAI;
+  /** Learned from the first answer: servers such as some vLLM/Ollama builds return 1 choice for n>1. */
+  private serverIgnoresN = false;
+
+  constructor(readonly config: ModelConfig, private readonly options: ModelClientOptions = {}) {
+    if (!config.baseUrl || !/^https?:\/\//.test(config.baseUrl)) {
+      throw new TbrlError('model-config', `Model baseUrl "${config.baseUrl ?? ''}" is not an http(s) URL.`, 'Give the OpenAI-compatible base URL, e.g. http://localhost:8000/v1 or https://api.openai.com/v1.');
+    }
+    if (!config.model) throw new TbrlError('model-config', 'No model name configured.', 'Set the model, e.g. --model gpt-4o-mini or "model" in the config file.');
+    this.openai = new OpenAI({
+      baseURL: config.baseUrl,
+      // Local servers (vLLM, Ollama) accept any key; the SDK insists on a non-empty one.
+      apiKey: config.apiKey || 'none',
+      maxRetries: 0,
+      timeout: config.timeoutMs ?? DEFAULTS.timeoutMs,
+    });
+  }
+
+  /** Samples `n` completions for the same conversation. */
+  async sample(messages: ChatMessage[], n = 1, overrides: CallOverrides = {}): Promise<SampleResult> {
+    if (!Number.isInteger(n) || n < 1) throw new TbrlError('model-config', `Cannot sample n=${n} candidates.`, 'Use a whole number of candidates, 1 or more (e.g. --n 4).');
+    const reserve = overrides.maxTokens ?? this.config.maxTokens ?? 0;
+    const fitted = fitContext(messages, this.config.contextTokens, reserve);
+    const started = Date.now();
+    const calls: ModelCallRecord[] = [];
+    const completions: Completion[] = [];
+
+    if (n > 1 && !this.serverIgnoresN) {
+      const first = await this.call(fitted.messages, n, overrides);
+      calls.push(first.record);
+      completions.push(...first.completions.slice(0, n));
+      if (first.completions.length === 1) this.serverIgnoresN = true;
+      if (completions.length < n) this.log(`${this.config.baseUrl} returned ${first.completions.length} of ${n} choices; topping up with parallel requests`);
+    }
+    const missing = n - completions.length;
+    if (missing > 0) {
+      const extra = await mapLimit(Array.from({ length: missing }), this.config.concurrency ?? DEFAULTS.concurrency, () => this.call(fitted.messages, 1, overrides));
+      for (const e of extra) {
+        calls.push(e.record);
+        completions.push(e.completions[0]);
+      }
+    }
+    return {
+      completions,
+      usage: {
+        promptTokens: calls.reduce((a, c) => a + c.promptTokens, 0),
+        completionTokens: calls.reduce((a, c) => a + c.completionTokens, 0),
+      },
+      latencyMs: Date.now() - started,
+      elided: fitted.elided,
+      calls,
+    };
+  }
+
+  /** The server's model ids, or undefined when /models does not answer. */
+  async listModels(): Promise<string[] | undefined> {
+    try {
+      const page = await this.openai.models.list({ timeout: 10_000 });
+      return page.data.map((m) => m.id);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async call(messages: ChatMessage[], n: number, o: CallOverrides): Promise<{ completions: Completion[]; record: ModelCallRecord }> {
+    const maxRetries = this.config.maxRetries ?? DEFAULTS.maxRetries;
+    let last: Failure | undefined;
+    for (let attempt = 0; attempt <= maxRetries; attempt++) {
+      if (attempt > 0) await this.backoff(attempt, last?.retryAfterMs, o.signal);
+      const t0 = Date.now();
+      try {
+        const res = await this.openai.chat.completions.create({
+          model: this.config.model,
+          messages,
+          ...(n > 1 ? { n } : {}),
+          temperature: o.temperature ?? this.config.temperature,
+          top_p: this.config.topP,
+          max_tokens: o.maxTokens ?? this.config.maxTokens,
+          stop: o.stop ?? this.config.stop,
+        }, { signal: o.signal });
+        if (!res || !Array.isArray(res.choices) || res.choices.length === 0) throw new MalformedAnswer('the answer has no choices');
+        const completions = res.choices.map((c) => ({
+          text: typeof c.message?.content === 'string' ? c.message.content : '',
+          finishReason: c.finish_reason ?? undefined,
+          logprobSum: c.logprobs?.content ? c.logprobs.content.reduce((a, t) => a + t.logprob, 0) : undefined,
+        }));
+        const completionTokens = res.usage?.completion_tokens ?? 0;
+        // Per-choice tokens are not reported by the API; split the total so candidates stay comparable.
+        for (const c of completions) (c as Completion).completionTokens = Math.round(completionTokens / completions.length);
+        return {
+          completions,
+          record: { requested: n, received: completions.length, promptTokens: res.usage?.prompt_tokens ?? 0, completionTokens, latencyMs: Date.now() - t0, attempts: attempt + 1 },
+        };
+      } catch (err) {
+        if (o.signal?.aborted) throw new TbrlError('cancelled', 'Model call cancelled.', undefined, { cause: err });
+        last = await this.classify(err, n);
+        this.log(`model call to ${this.config.baseUrl} failed (${last.kind}: ${last.detail}); attempt ${attempt + 1} of ${maxRetries + 1}`);
+      }
+    }
+    throw this.exhausted(last!, maxRetries + 1);
+  }
+
+  /** Returns a retryable failure, or throws the error that retrying cannot fix. */
+  private async classify(err: unknown, n: number): Promise<Failure> {
+    const url = this.config.baseUrl;
+    if (err instanceof MalformedAnswer || err instanceof SyntaxError) return { kind: 'malformed', detail: this.redact(errorMessage(err)) };
+    if (err instanceof OpenAI.APIConnectionTimeoutError) return { kind: 'timeout', detail: `no answer within ${this.config.timeoutMs ?? DEFAULTS.timeoutMs} ms` };
+    if (err instanceof OpenAI.APIConnectionError) return { kind: 'connection', detail: this.redact(causeChain(err)) };
+    if (err instanceof OpenAI.APIError) {
+      const status = err.status ?? 0;
+      const serverSays = this.redact(errorMessage(err));
+      if (status === 401 || status === 403) {
+        throw new TbrlError('model-auth', `The model endpoint ${url} rejected the API key (HTTP ${status}): ${serverSays}`,
+          this.config.apiKey ? 'Check that OPENAI_API_KEY (or apiKey in the config) is a valid key for this server.' : 'No API key is configured: set OPENAI_API_KEY or apiKey in the config.');
+      }
+      if (status === 404) throw await this.notFound(serverSays);
+      if (status === 429) return { kind: 'rate-limit', detail: serverSays, retryAfterMs: retryAfter(err.headers) };
+      if (status >= 500 || status === 408 || status === 409) return { kind: 'server', detail: `HTTP ${status}: ${serverSays}` };
+      throw new TbrlError('model-bad-request', `The model endpoint ${url} refused the request (HTTP ${status}, n=${n}): ${serverSays}`,
+        'Check maxTokens/temperature/stop against what this server accepts, and that the conversation fits the model\'s context (set contextTokens).');
+    }
+    throw new TbrlError('model-error', `Unexpected failure calling ${url}: ${this.redact(errorMessage(err))}`, 'Report this with the trajectory; the request itself may be fine.', { cause: err });
+  }
+
+  private async notFound(serverSays: string): Promise<TbrlError> {
+    const url = this.config.baseUrl;
+    const models = await this.listModels();
+    if (models && !models.includes(this.config.model)) {
+      const list = models.length ? models.slice(0, 20).join(', ') + (models.length > 20 ? `, … (${models.length} in all)` : '') : '(the server lists none)';
+      return new TbrlError('model-unknown', `The server at ${url} does not know the model "${this.config.model}". It serves: ${list}.`,
+        `Pick one of those, e.g. --model ${models[0] ?? '<name>'}.`);
+    }
+    if (models) {
+      return new TbrlError('model-endpoint-not-found', `The server at ${url} lists "${this.config.model}" but answered 404 for chat completions: ${serverSays}`,
+        'Check that baseUrl points at the OpenAI-compatible root (usually ending in /v1).');
+    }
+    return new TbrlError('model-unknown', `The server at ${url} answered 404 for model "${this.config.model}" (${serverSays}) and does not list its models.`,
+      'Check the model name and that baseUrl ends in /v1 (e.g. http://localhost:8000/v1).');
+  }
+
+  private exhausted(f: Failure, attempts: number): TbrlError {
+    const url = this.config.baseUrl;
+    switch (f.kind) {
+      case 'connection':
+        return new TbrlError('model-unreachable', `Cannot reach the model endpoint ${url} (${attempts} attempts): ${f.detail}`,
+          'Start the server or fix the URL/port (e.g. --base-url http://localhost:8000/v1), and check proxies/firewalls.');
+      case 'timeout':
+        return new TbrlError('model-timeout', `The model endpoint ${url} did not answer in time (${attempts} attempts, ${f.detail}).`,
+          'Raise timeoutMs, lower maxTokens or n, or check that the server is not overloaded.');
+      case 'rate-limit':
+        return new TbrlError('model-rate-limited', `The model endpoint ${url} kept rate-limiting (HTTP 429, ${attempts} attempts): ${f.detail}`,
+          'Lower the concurrency or n, raise maxRetries, or wait for the quota to reset.');
+      case 'server':
+        return new TbrlError('model-server-error', `The model endpoint ${url} kept failing (${attempts} attempts): ${f.detail}`,
+          'Check the server\'s logs; it may be out of memory or still loading the model.');
+      case 'malformed':
+        return new TbrlError('model-malformed-answer', `The model endpoint ${url} returned an answer that is not a usable chat completion (${attempts} attempts): ${f.detail}`,
+          'Check that the URL points at an OpenAI-compatible /v1 API (not a web UI or proxy error page).');
+    }
+  }
+
+  private async backoff(attempt: number, retryAfterMs: number | undefined, signal?: AbortSignal) {
+    const base = this.options.retryBaseMs ?? DEFAULTS.retryBaseMs;
+    const cap = this.options.retryMaxMs ?? DEFAULTS.retryMaxMs;
+    const exp = Math.min(cap, base * 2 ** (attempt - 1));
+    // Full jitter in the upper half: spreads N parallel retries without collapsing the delay to ~0.
+    const delay = Math.min(cap, Math.max(retryAfterMs ?? 0, exp * (0.5 + Math.random() * 0.5)));
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, delay);
+      signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+    });
+  }
+
+  private redact(text: string): string {
+    const key = this.config.apiKey;
+    return key && key.length >= 4 ? text.split(key).join('***') : text;
+  }
+
+  private log(line: string) {
+    this.options.log?.(this.redact(line));
+  }
+}
+
+function causeChain(err: unknown): string {
+  const parts: string[] = [];
+  let e: unknown = err;
+  for (let depth = 0; e && depth < 4; depth++) {
+    const code = (e as { code?: string }).code;
+    parts.push(code ? `${errorMessage(e)} [${code}]` : errorMessage(e));
+    e = (e as { cause?: unknown }).cause;
+  }
+  return parts.join(' <- ');
+}
+
+function retryAfter(headers: Headers | undefined): number | undefined {
+  const v = headers?.get?.('retry-after');
+  if (!v) return undefined;
+  const s = Number(v);
+  return Number.isFinite(s) ? s * 1000 : undefined;
+}
