@@ -14,13 +14,24 @@ export interface Task {
   difficulty?: string;
   category?: string;
   tags: string[];
+  /** Both formats name an author (task.yaml author_name/author_email; task.toml [metadata] or [task].authors). */
+  author?: { name?: string; email?: string };
   /** Docker build context (absolute) and Dockerfile path relative to it. */
   environment: { context: string; dockerfile: string } | { image: string };
   agentTimeoutSec: number;
   testTimeoutSec: number;
   allowInternet: boolean;
   /** Terminal-Bench: run-tests.sh + tests/; Harbor: tests/test.sh. Paths absolute. */
-  tests: { runner: string; dir: string; kind: 'pytest-summary' | 'harbor-reward' };
+  tests: {
+    runner: string;
+    dir: string;
+    kind: 'pytest-summary' | 'harbor-reward';
+    /**
+     * Script to run when `runner` does not exist on disk: Terminal-Bench 1.x makes run-tests.sh
+     * optional and then runs pytest on tests/test_outputs.py itself.
+     */
+    inlineRunner?: string;
+  };
   /** Per-test weights from test_weights.json (Terminal-Bench-RL); undefined means equal weights. */
   testWeights?: Record<string, number>;
   /** Reference solution: a shell script (solution.sh / solution/solve.sh) or commands from solution.yaml. */

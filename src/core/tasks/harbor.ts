@@ -1,0 +1,155 @@
+import { readFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { TbrlError } from '../errors';
+import type { Task } from './model';
+import { FieldReader, isPlainObject, parseTomlDoc } from './fields';
+import { exists } from './fsutil';
+import { readTestWeights } from './weights';
+
+export const HARBOR_TASK_FILE = 'task.toml';
+export const HARBOR_INSTRUCTION_FILE = 'instruction.md';
+export const HARBOR_DEFAULT_TIMEOUT_SEC = 600;
+/** Marker in a tests/test.sh that tbrl wrote around a Terminal-Bench run-tests.sh. */
+export const FROM_TB_MARKER = 'tbrl:from-terminal-bench';
+
+export const HARBOR_EXAMPLE = [
+  'version = "1.0"',
+  '',
+  '[metadata]',
+  'difficulty = "easy"',
+  'category = "file-operations"',
+  'tags = ["bash"]',
+  '',
+  '[verifier]',
+  'timeout_sec = 120.0',
+  '',
+  '[agent]',
+  'timeout_sec = 600.0',
+  '',
+  '[environment]',
+  'allow_internet = true',
+].join('\n');
+
+/** Where a Harbor file put the fields that have two homes across schema versions (1.0 vs 1.1). */
+export interface HarborLayout {
+  tags: 'metadata.tags' | 'task.keywords';
+  author: 'metadata' | 'task.authors';
+}
+
+export async function isHarborDir(dir: string): Promise<boolean> {
+  return exists(join(dir, HARBOR_TASK_FILE));
+}
+
+export async function readHarbor(dir: string): Promise<Task> {
+  const file = join(dir, HARBOR_TASK_FILE);
+  const doc = parseTomlDoc(file, await readFile(file, 'utf8'), HARBOR_EXAMPLE);
+  const f = new FieldReader(doc, HARBOR_EXAMPLE);
+  for (const table of ['task', 'metadata', 'verifier', 'agent', 'environment', 'solution']) f.table([table]);
+
+  const instructionFile = join(dir, HARBOR_INSTRUCTION_FILE);
+  const instruction = await readFile(instructionFile, 'utf8').catch(() => undefined);
+  if (instruction === undefined || instruction.trim() === '') {
+    throw new TbrlError(
+      'TASK_NO_INSTRUCTION',
+      `${instructionFile}: a Harbor task needs a non-empty instruction.md`,
+      'Write the task text the agent receives into instruction.md next to task.toml.',
+    );
+  }
+
+  const keywords = f.stringArray(['task', 'keywords']);
+  const authors = doc.data.task !== undefined ? readAuthors(f) : undefined;
+  const layout: HarborLayout = {
+    tags: keywords !== undefined && f.stringArray(['metadata', 'tags']) === undefined ? 'task.keywords' : 'metadata.tags',
+    author: authors !== undefined ? 'task.authors' : 'metadata',
+  };
+  const author = authors?.[0] ?? { name: f.string(['metadata', 'author_name']), email: f.string(['metadata', 'author_email']) };
+
+  const docker = f.string(['environment', 'docker_image']);
+  const envDir = join(dir, 'environment');
+  const environment: Task['environment'] = (await exists(join(envDir, 'Dockerfile')))
+    ? { context: envDir, dockerfile: 'Dockerfile' }
+    : docker !== undefined
+      ? { image: docker }
+      : noEnvironment(envDir);
+
+  const testsDir = join(dir, 'tests');
+  const runner = join(testsDir, 'test.sh');
+  const runnerText = await readFile(runner, 'utf8').catch(() => undefined);
+  if (runnerText === undefined) {
+    throw new TbrlError(
+      'TASK_NO_TESTS',
+      `${runner}: a Harbor task needs tests/test.sh`,
+      'Add tests/test.sh that checks the container and writes a reward to /logs/verifier/reward.txt, e.g.\n#!/bin/bash\nmkdir -p /logs/verifier\nif pytest /tests/test_outputs.py; then echo 1; else echo 0; fi > /logs/verifier/reward.txt',
+    );
+  }
+  const solve = join(dir, 'solution', 'solve.sh');
+  const weights = await readTestWeights(dir, testsDir);
+
+  return {
+    id: basename(dir),
+    dir,
+    format: 'harbor',
+    instruction: instruction.replace(/\n$/, ''),
+    difficulty: f.string(['metadata', 'difficulty']),
+    category: f.string(['metadata', 'category']),
+    tags: keywords ?? f.stringArray(['metadata', 'tags']) ?? [],
+    author: author.name !== undefined || author.email !== undefined ? author : undefined,
+    environment,
+    agentTimeoutSec: f.number(['agent', 'timeout_sec'], { positive: true }) ?? HARBOR_DEFAULT_TIMEOUT_SEC,
+    testTimeoutSec: f.number(['verifier', 'timeout_sec'], { positive: true }) ?? HARBOR_DEFAULT_TIMEOUT_SEC,
+    allowInternet: f.boolean(['environment', 'allow_internet']) ?? true,
+    tests: { runner, dir: testsDir, kind: runnerText.includes(FROM_TB_MARKER) ? 'pytest-summary' : 'harbor-reward' },
+    testWeights: weights?.weights,
+    solution: (await exists(solve)) ? { kind: 'script', path: solve } : undefined,
+    extra: { ...splitUnmodelled(doc.data, layout), harborLayout: layout },
+  };
+}
+
+function noEnvironment(envDir: string): never {
+  throw new TbrlError(
+    'TASK_NO_ENVIRONMENT',
+    `${envDir}: a Harbor task needs environment/Dockerfile or [environment] docker_image in task.toml`,
+    'Add environment/Dockerfile, e.g.\nFROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app',
+  );
+}
+
+function readAuthors(f: FieldReader): { name?: string; email?: string }[] | undefined {
+  const task = f.table(['task']);
+  const authors = task?.authors;
+  if (authors === undefined) return undefined;
+  if (!Array.isArray(authors) || authors.some((a) => !isPlainObject(a))) {
+    return f.fail(['task', 'authors'], 'must be a list of { name = "...", email = "..." } tables');
+  }
+  return authors.map((a) => ({
+    name: typeof a.name === 'string' ? a.name : undefined,
+    email: typeof a.email === 'string' ? a.email : undefined,
+  }));
+}
+
+/** Fields the Task model names, by table; the rest of task.toml is kept verbatim. */
+const MODELLED: Record<string, string[]> = {
+  metadata: ['difficulty', 'category', 'tags', 'author_name', 'author_email'],
+  verifier: ['timeout_sec'],
+  agent: ['timeout_sec'],
+  environment: ['allow_internet', 'docker_image'],
+  task: ['keywords'],
+};
+
+function splitUnmodelled(data: Record<string, unknown>, layout: HarborLayout): { metadata: Record<string, unknown>; taskToml: Record<string, unknown> } {
+  const taskToml: Record<string, unknown> = {};
+  let metadata: Record<string, unknown> = {};
+  for (const [table, value] of Object.entries(data)) {
+    if (!isPlainObject(value)) {
+      taskToml[table] = value;
+      continue;
+    }
+    const drop = new Set(MODELLED[table] ?? []);
+    // Only the first author is modelled; the others stay in task.toml.
+    if (table === 'task' && layout.author === 'task.authors' && Array.isArray(value.authors) && value.authors.length <= 1) drop.add('authors');
+    const rest = Object.fromEntries(Object.entries(value).filter(([k]) => !drop.has(k)));
+    // Harbor metadata is free-form, like Terminal-Bench's extra task.yaml keys: both share extra.metadata.
+    if (table === 'metadata') metadata = rest;
+    else if (Object.keys(rest).length > 0 || Object.keys(value).length === 0) taskToml[table] = rest;
+  }
+  return { metadata, taskToml };
+}
