@@ -15,6 +15,12 @@ export interface ActionParseError {
   excerpt: string;
   /** What was wrong (YAML line/column, missing field, unknown action) and a correct example. */
   message: string;
+  /** Stable machine-readable cause: `yaml-syntax`, `missing-field`, `wrong-type`, `unknown-tag`, ... */
+  code?: string;
+  /** The tag the error belongs to, when one was recognised. */
+  tag?: string;
+  /** The correct example included in `message`, on its own. */
+  example?: string;
 }
 
 /** A turn in order: actions and errors interleaved as they appeared. */

@@ -1,0 +1,5 @@
+export { parseTurn, hasAction } from './parser';
+export { formatParseError } from './errors';
+export { ACTION_EXAMPLES } from './examples';
+export { ACTION_TAGS, ACTION_KINDS } from './schema';
+export type * from './types';
