@@ -1,0 +1,95 @@
+import { TbrlError } from '../errors';
+import type { Sandbox } from '../sandbox/types';
+import type { Task } from '../tasks/model';
+import type { VerifierTrace } from '../trace/types';
+import type { RewardRecord, TrajectoryLine } from '../trajectory/schema';
+import { Judge, type JudgeOptions, type JudgeResult } from './judge/index';
+import { runTests, TASK_ERROR_KINDS, type RunTestsOptions, type TestRunResult, type TestErrorKind } from './tests';
+
+export { runTests, TASK_ERROR_KINDS } from './tests';
+export type { TestRunResult, TestErrorKind } from './tests';
+export { Judge, JudgeBackendSwitch, JUDGE_PROMPT_VERSION, loadJudgePrompt } from './judge/index';
+export type { JudgeOptions, JudgeResult, JudgeBackendConfig } from './judge/index';
+
+export interface RewardWeights { tests: number; judge: number }
+
+export const DEFAULT_REWARD_WEIGHTS: RewardWeights = { tests: 0.65, judge: 0.35 };
+
+export interface ComputeRewardOptions {
+  task: Task;
+  /** The container in the state the agent left it. */
+  sandbox: Sandbox;
+  /** Header + steps (+ footer) of the run, as objects or JSONL lines. */
+  trajectoryLines: TrajectoryLine[] | string[] | string;
+  /** No judge: the reward is tests only (weights renormalised, and the record says so). */
+  judge?: Judge | JudgeOptions;
+  weights?: Partial<RewardWeights>;
+  tests?: Omit<RunTestsOptions, 'task' | 'sandbox'>;
+  signal?: AbortSignal;
+}
+
+export interface ComputedReward {
+  reward: RewardRecord;
+  /** The traced test run: DepGPO's resource set E (the run loop writes it to the footer). */
+  verifierTrace?: VerifierTrace;
+  testRun: TestRunResult;
+  judge?: JudgeResult;
+}
+
+export function validateRewardWeights(w: Partial<RewardWeights> | undefined): RewardWeights {
+  const weights = { ...DEFAULT_REWARD_WEIGHTS, ...w };
+  for (const [k, v] of Object.entries(weights)) {
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+      throw new TbrlError('reward.bad-weights', `reward weight "${k}" must be a non-negative number, got ${JSON.stringify(v)}`, 'use e.g. {"tests": 0.65, "judge": 0.35}');
+    }
+  }
+  if (weights.tests + weights.judge <= 0) throw new TbrlError('reward.bad-weights', 'reward weights sum to 0', 'use e.g. {"tests": 0.65, "judge": 0.35}');
+  return weights;
+}
+
+/** Whether the reward reflects the agent (false: the task or harness broke; drop it from training). */
+export function rewardIsUsable(reward: RewardRecord): boolean {
+  return !reward.testError || !TASK_ERROR_KINDS.includes(reward.testError.kind as TestErrorKind);
+}
+
+const round = (x: number) => Math.round(x * 1e12) / 1e12;
+
+/**
+ * Combined reward: weights.tests · weighted tests + weights.judge · judge (0.65/0.35 by default).
+ * Without a judge, or when the judge's score is missing, the judge's share moves to the tests and
+ * the record's `weights` and `judge.missing` say so. A test run that failed (timeout, crash, no
+ * summary) earns 0 for its share, but `tests` stays undefined and `testError` names the cause with
+ * the log tail, so no zero is ever silent.
+ */
+export async function computeReward(options: ComputeRewardOptions): Promise<ComputedReward> {
+  const configured = validateRewardWeights(options.weights);
+  const judge = options.judge === undefined ? undefined : options.judge instanceof Judge ? options.judge : new Judge(options.judge);
+  const [testRun, judged] = await Promise.all([
+    runTests({ task: options.task, sandbox: options.sandbox, ...options.tests }),
+    judge && configured.judge > 0 ? judge.score(options.trajectoryLines, options.signal) : Promise.resolve(undefined),
+  ]);
+  if (judge && !(options.judge instanceof Judge)) judge.close();
+
+  const reward: RewardRecord = { weights: configured, total: 0 };
+  if (testRun.error) reward.testError = testRun.error;
+  else {
+    reward.tests = testRun.tests;
+    reward.testOutcomes = testRun.outcomes;
+  }
+
+  let judgeScore: number | undefined;
+  if (!judge || configured.judge === 0) {
+    reward.judge = { missing: configured.judge === 0 ? 'judge weight is 0' : 'no judge configured' };
+  } else if (judged?.ok) {
+    judgeScore = judged.score;
+    reward.judge = { score: judged.score, components: judged.components, promptVersion: judged.promptVersion, backend: judged.backend };
+  } else {
+    reward.judge = { missing: judged?.missing ?? 'judge did not run' };
+  }
+
+  // Renormalise when the judge has nothing to say: the tests carry the whole reward.
+  const weights = judgeScore === undefined ? { tests: 1, judge: 0 } : { tests: configured.tests / (configured.tests + configured.judge), judge: configured.judge / (configured.tests + configured.judge) };
+  reward.weights = weights;
+  reward.total = round(weights.tests * (reward.tests ?? 0) + weights.judge * (judgeScore ?? 0));
+  return { reward, verifierTrace: testRun.verifierTrace, testRun, judge: judged };
+}
