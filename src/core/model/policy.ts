@@ -1,0 +1,63 @@
+import type { Policy, PolicyContext, PolicyTurn } from '../agent/policy';
+import type { CandidateRecord } from '../trajectory/schema';
+import { ModelClient, type ModelClientOptions } from './client';
+import type { ModelConfig } from './types';
+import { MidHarnessVerifier } from '../verifier/verifier';
+import { candidateParses } from '../verifier/parses';
+import type { VerifierConfig } from '../verifier/types';
+
+export interface ModelPolicyOptions extends ModelClientOptions {
+  /** Candidates sampled per step (default 1). */
+  n?: number;
+  /** With N > 1: a verifier (or its config) picks the candidate to execute (Mid-Harness). */
+  verifier?: VerifierConfig | MidHarnessVerifier;
+  /** Reuse a client (tests, or sharing the learned "server ignores n" state). */
+  client?: ModelClient;
+}
+
+/**
+ * The model as a policy. N = 1 is the plain agent. N > 1 samples N turns from the same history;
+ * with a verifier it picks one (the rest stay in the trajectory), without one it takes the first
+ * that parses.
+ */
+export function createModelPolicy(config: ModelConfig, options: ModelPolicyOptions = {}): Policy & { verifier?: MidHarnessVerifier; client: ModelClient } {
+  const n = options.n ?? 1;
+  const client = options.client ?? new ModelClient(config, options);
+  const verifier = options.verifier instanceof MidHarnessVerifier ? options.verifier
+    : options.verifier && n > 1 ? new MidHarnessVerifier(options.verifier, { log: options.log }) : undefined;
+  const description = verifier ? `${config.model} × ${n} + ${verifier.config.mode} verifier (${verifier.config.endpoint.model})` : n > 1 ? `${config.model} × ${n}` : config.model;
+
+  return {
+    kind: 'model',
+    description,
+    verifier,
+    client,
+    async next(ctx: PolicyContext): Promise<PolicyTurn> {
+      const sample = await client.sample(ctx.messages, n, { signal: ctx.signal });
+      const candidates: CandidateRecord[] = sample.completions.map((c) => ({
+        text: c.text,
+        completionTokens: c.completionTokens,
+        logprobSum: c.logprobSum,
+        parses: candidateParses(c.text),
+      }));
+      const usage = { ...sample.usage, latencyMs: sample.latencyMs };
+      if (candidates.length === 1) return { candidates, chosen: 0, usage, elided: sample.elided };
+      if (!verifier) {
+        const first = candidates.findIndex((c) => c.parses);
+        const chosen = Math.max(0, first);
+        return {
+          candidates, chosen, usage, elided: sample.elided,
+          decision: { mode: 'none', chosen, scores: candidates.map((c) => (c.parses ? 1 : -1)), calls: 0, outputTokens: 0, parallelOutputTokens: 0 },
+        };
+      }
+      const decision = await verifier.select({
+        instruction: ctx.task.instruction,
+        messages: ctx.messages,
+        candidates: candidates.map((c) => c.text),
+        parses: candidates.map((c) => c.parses),
+        signal: ctx.signal,
+      });
+      return { candidates, chosen: decision.chosen, decision, usage, elided: sample.elided };
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { TbrlError } from '../errors';
+import type { ChatMessage } from '../model/types';
+
+export const VERIFIER_PROMPT_VERSION = 'v1';
+export type PromptKind = 'listwise' | 'pointwise' | 'pairwise' | 'decision';
+
+const SPLIT = /^===USER===$/m;
+const cache = new Map<string, { system: string; user: string }>();
+
+/**
+ * Verifier prompts live in src/core/prompts/verifier-<kind>-<version>.md (copied to dist/prompts
+ * by the build) so they can be read, diffed and versioned like data: a system part, a line
+ * `===USER===`, and a user template with {{placeholders}}.
+ */
+export function loadVerifierPrompt(kind: PromptKind, version = VERIFIER_PROMPT_VERSION): { system: string; user: string } {
+  const file = `verifier-${kind}-${version}.md`;
+  const hit = cache.get(file);
+  if (hit) return hit;
+  const candidates = [join(__dirname, '..', 'prompts', file), join(__dirname, 'prompts', file)];
+  const found = candidates.find((p) => existsSync(p));
+  if (!found) {
+    throw new TbrlError('prompt-missing', `The verifier prompt ${file} was not found (looked in ${candidates.join(', ')}).`,
+      'Rebuild with `npm run build` (it copies src/core/prompts to dist/prompts), or pick an existing promptVersion.');
+  }
+  const text = readFileSync(found, 'utf8');
+  const [system, user] = text.split(SPLIT);
+  if (user === undefined) throw new TbrlError('prompt-invalid', `The verifier prompt ${found} has no "===USER===" line.`, 'Separate the system part from the user template with a line ===USER===.');
+  const prompt = { system: system.trim(), user: user.trim() };
+  cache.set(file, prompt);
+  return prompt;
+}
+
+/** Single pass, so a candidate that happens to contain "{{b}}" is never substituted twice. */
+export function renderPrompt(kind: PromptKind, vars: Record<string, string>, version?: string): ChatMessage[] {
+  const p = loadVerifierPrompt(kind, version);
+  const user = p.user.replace(/\{\{(\w+)\}\}/g, (m, k: string) => (k in vars ? vars[k] : m));
+  return [{ role: 'system', content: p.system }, { role: 'user', content: user }];
+}

@@ -1,0 +1,51 @@
+import type { ChatMessage, ModelConfig } from '../model/types';
+
+/** Most to least expensive: pairwise K(K-1)/2 calls, pointwise K, listwise 1 long, decision-only 1 token. */
+export type VerifierMode = 'listwise' | 'pointwise' | 'pairwise' | 'decision-only';
+export const VERIFIER_MODES: readonly VerifierMode[] = ['listwise', 'pointwise', 'pairwise', 'decision-only'];
+
+export interface VerifierConfig {
+  mode: VerifierMode;
+  /** The verifier's own endpoint; may be the generator's server with another model or the same one. */
+  endpoint: ModelConfig;
+  /**
+   * Per-run budget of verifier tokens (prompt + completion, as the server reports them). Before
+   * each step the cost of the configured mode is estimated; when it no longer fits in what is left
+   * the verifier steps down pairwise → listwise → decision-only → first parseable, and records
+   * `degradedFrom`.
+   */
+  tokenBudget?: number;
+  /** Parallel verifier calls (pairwise with N=8 is 28). */
+  concurrency?: number;
+  /** Output cap per call for the modes that reason before answering. */
+  maxOutputTokens?: number;
+  /** Characters of history shown to the verifier (newest kept). */
+  historyChars?: number;
+  promptVersion?: string;
+}
+
+export interface VerifierInput {
+  /** The task statement. When absent the first user message is used. */
+  instruction?: string;
+  /** The generator's conversation (system prompt, instruction, turns, observations). */
+  messages: ChatMessage[];
+  /** Raw candidate turns, reasoning included; the verifier strips `<think>` itself. */
+  candidates: string[];
+  /** Whether each candidate parses; computed with the action parser when absent. */
+  parses?: boolean[];
+  /** Whether the previous turn failed; inferred from its observation when absent. */
+  lastTurnFailed?: boolean;
+  signal?: AbortSignal;
+}
+
+/** Running totals over a run, for the footer and the budget. */
+export interface VerifierRunStats {
+  steps: number;
+  calls: number;
+  failedCalls: number;
+  promptTokens: number;
+  outputTokens: number;
+  parallelOutputTokens: number;
+  fallbacks: number;
+  degradedSteps: number;
+}
