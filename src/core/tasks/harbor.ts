@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { TbrlError } from '../errors';
 import type { Task } from './model';
 import { FieldReader, isPlainObject, parseTomlDoc } from './fields';
@@ -101,7 +101,7 @@ export async function readHarbor(dir: string): Promise<Task> {
     tests: { runner, dir: testsDir, kind: runnerText.includes(FROM_TB_MARKER) ? 'pytest-summary' : 'harbor-reward' },
     testWeights: weights?.weights,
     solution: (await exists(solve)) ? { kind: 'script', path: solve } : undefined,
-    extra: { ...splitUnmodelled(doc.data, layout), harborLayout: layout },
+    extra: { ...splitUnmodelled(doc.data, layout), harborLayout: layout, ...(weights ? { weightsIn: dirname(weights.file) === dir ? 'root' : 'tests' } : {}) },
   };
 }
 
@@ -139,6 +139,8 @@ function splitUnmodelled(data: Record<string, unknown>, layout: HarborLayout): {
   const taskToml: Record<string, unknown> = {};
   let metadata: Record<string, unknown> = {};
   for (const [table, value] of Object.entries(data)) {
+    // Schema "1.0" is what the writer emits when it has nothing else to go on.
+    if (table === 'version' && value === '1.0') continue;
     if (!isPlainObject(value)) {
       taskToml[table] = value;
       continue;

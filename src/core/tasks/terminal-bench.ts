@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { TbrlError } from '../errors';
 import type { Task } from './model';
 import { FieldReader, isPlainObject, parseYamlDoc } from './fields';
@@ -73,6 +73,7 @@ export async function readTerminalBench(dir: string): Promise<Task> {
   const runner = join(dir, 'run-tests.sh');
   const runnerText = await readFile(runner, 'utf8').catch(() => undefined);
   const weights = await readTestWeights(dir, testsDir);
+  if (weights) extra.weightsIn = dirname(weights.file) === dir ? 'root' : 'tests';
   const { solution, entries } = await readSolution(dir);
   // solution.yaml entries carry timeouts and key-press flags the Task model does not name.
   if (entries) extra.solutionYaml = entries;
@@ -91,12 +92,10 @@ export async function readTerminalBench(dir: string): Promise<Task> {
     agentTimeoutSec: f.number(['max_agent_timeout_sec'], { positive: true }) ?? TB_DEFAULT_AGENT_TIMEOUT_SEC,
     testTimeoutSec: f.number(['max_test_timeout_sec'], { positive: true }) ?? TB_DEFAULT_TEST_TIMEOUT_SEC,
     allowInternet: f.boolean(['allow_internet']) ?? true,
-    tests: {
-      runner,
-      dir: testsDir,
-      kind: runnerText?.includes(FROM_HARBOR_MARKER) ? 'harbor-reward' : 'pytest-summary',
-      ...(runnerText === undefined ? { inlineRunner: TB_DEFAULT_RUNNER } : {}),
-    },
+    // A run-tests.sh that tbrl wrapped around a Harbor test.sh: the reward file is the verdict.
+    tests: runnerText?.includes(FROM_HARBOR_MARKER)
+      ? { runner: join(testsDir, 'test.sh'), dir: testsDir, kind: 'harbor-reward' }
+      : { runner, dir: testsDir, kind: 'pytest-summary', ...(runnerText === undefined ? { inlineRunner: TB_DEFAULT_RUNNER } : {}) },
     testWeights: weights?.weights,
     solution,
     extra,
