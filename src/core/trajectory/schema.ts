@@ -82,6 +82,8 @@ export interface StepRecord {
   scratchpad: string[];
   /** Checkpoint image of the container after this step (for fork/step back). */
   checkpoint?: string;
+  /** Why the checkpoint of this step could not be taken (the step itself still counts). */
+  checkpointError?: string;
   /** Progress potential Φ after this step (Tev tasks). */
   phi?: number;
   human?: { action: 'accept' | 'pick' | 'edit'; chosen: number; editedFrom?: string };

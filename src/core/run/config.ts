@@ -1,0 +1,130 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { TbrlError, errorMessage } from '../errors';
+
+/**
+ * Where a run's settings come from, highest precedence first: explicit options (CLI flags),
+ * environment (OPENAI_BASE_URL, OPENAI_API_KEY, TBRL_MODEL), then `.tbrl/config.json` in the
+ * working directory. With no endpoint anywhere the run uses the oracle policy and says so.
+ */
+export interface RunConfigInput {
+  baseUrl?: string;
+  model?: string;
+  apiKey?: string;
+  n?: number;
+  temperature?: number;
+  maxTokensPerTurn?: number;
+  contextTokens?: number;
+  policy?: 'model' | 'oracle';
+  /** Mid-Harness verifier mode (listwise | pointwise | pairwise | decision-only | none). */
+  verifier?: string;
+  maxSteps?: number;
+  maxTimeSec?: number;
+  maxTokens?: number;
+}
+
+export interface ResolvedRunConfig {
+  policy: 'model' | 'oracle';
+  /** Why this policy was chosen, shown to the user ("no endpoint configured: using the oracle policy"). */
+  policyReason: string;
+  model?: { baseUrl: string; model: string; apiKey?: string; n: number; temperature?: number; maxTokens?: number; contextTokens?: number };
+  verifier?: string;
+  maxSteps: number;
+  maxTimeSec?: number;
+  maxTokens?: number;
+  /** Which sources contributed (for the report). */
+  sources: string[];
+}
+
+export const CONFIG_FILE = join('.tbrl', 'config.json');
+export const DEFAULT_MAX_STEPS = 50;
+
+const FILE_KEYS: Record<string, 'string' | 'number'> = {
+  baseUrl: 'string', model: 'string', apiKey: 'string', n: 'number', temperature: 'number', maxTokensPerTurn: 'number',
+  contextTokens: 'number', policy: 'string', verifier: 'string', maxSteps: 'number', maxTimeSec: 'number', maxTokens: 'number',
+};
+
+export function readConfigFile(cwd: string): { path: string; values: RunConfigInput } | undefined {
+  const path = join(cwd, CONFIG_FILE);
+  if (!existsSync(path)) return undefined;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new TbrlError('config-invalid', `${path} is not valid JSON: ${errorMessage(err)}`, 'Fix the file, e.g. {"baseUrl": "http://localhost:8000/v1", "model": "qwen3-8b", "n": 1}.');
+  }
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new TbrlError('config-invalid', `${path} must hold a JSON object.`, 'Write e.g. {"baseUrl": "http://localhost:8000/v1", "model": "qwen3-8b"}.');
+  }
+  const values: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+    const want = FILE_KEYS[k];
+    if (!want) throw new TbrlError('config-invalid', `${path}: unknown key "${k}".`, `Use only: ${Object.keys(FILE_KEYS).join(', ')}.`);
+    if (typeof v !== want) throw new TbrlError('config-invalid', `${path}: "${k}" must be a ${want}, not ${JSON.stringify(v)}.`, `Write e.g. "${k}": ${want === 'number' ? '4' : '"value"'}.`);
+    values[k] = v;
+  }
+  return { path, values: values as RunConfigInput };
+}
+
+export function resolveRunConfig(options: RunConfigInput, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ResolvedRunConfig {
+  const file = readConfigFile(cwd);
+  const fromEnv: RunConfigInput = {
+    baseUrl: env.OPENAI_BASE_URL || undefined,
+    apiKey: env.OPENAI_API_KEY || undefined,
+    model: env.TBRL_MODEL || undefined,
+  };
+  const layers: Array<[string, RunConfigInput]> = [['options', options], ['environment', fromEnv], [file?.path ?? '', file?.values ?? {}]];
+  const sources: string[] = [];
+  const pick = <K extends keyof RunConfigInput>(key: K): RunConfigInput[K] => {
+    for (const [name, layer] of layers) {
+      if (layer[key] !== undefined) {
+        if (name && !sources.includes(name)) sources.push(name);
+        return layer[key];
+      }
+    }
+    return undefined;
+  };
+
+  const baseUrl = pick('baseUrl');
+  const requested = pick('policy');
+  if (requested !== undefined && requested !== 'model' && requested !== 'oracle') {
+    throw new TbrlError('config-invalid', `Unknown policy "${requested}".`, 'Use --policy model or --policy oracle.');
+  }
+  const n = pick('n') ?? 1;
+  if (!Number.isInteger(n) || n < 1) throw new TbrlError('config-invalid', `n must be a whole number ≥ 1 (got ${n}).`, 'Use e.g. --n 4.');
+  const maxSteps = pick('maxSteps') ?? DEFAULT_MAX_STEPS;
+  if (!Number.isInteger(maxSteps) || maxSteps < 1) throw new TbrlError('config-invalid', `max steps must be a whole number ≥ 1 (got ${maxSteps}).`, 'Use e.g. --max-steps 30.');
+  const maxTimeSec = pick('maxTimeSec');
+  if (maxTimeSec !== undefined && !(maxTimeSec > 0)) throw new TbrlError('config-invalid', `max time must be a positive number of seconds (got ${maxTimeSec}).`, 'Use e.g. --max-time 600.');
+  const maxTokens = pick('maxTokens');
+  if (maxTokens !== undefined && !(maxTokens > 0)) throw new TbrlError('config-invalid', `max tokens must be positive (got ${maxTokens}).`, 'Use e.g. --max-tokens 200000.');
+  const common = { verifier: pick('verifier'), maxSteps, maxTimeSec, maxTokens, sources };
+
+  let policy: 'model' | 'oracle';
+  let policyReason: string;
+  if (requested === 'oracle') {
+    policy = 'oracle';
+    policyReason = 'oracle policy (requested): runs the task\'s reference solution';
+  } else if (requested === 'model' || baseUrl) {
+    policy = 'model';
+    policyReason = requested === 'model' ? 'model policy (requested)' : `model policy: endpoint from ${sources.find((s) => s !== 'options') ?? 'options'}`;
+  } else {
+    policy = 'oracle';
+    policyReason = `no model endpoint configured (--base-url, OPENAI_BASE_URL or ${CONFIG_FILE}): using the oracle policy, which runs the task's reference solution`;
+  }
+  if (policy === 'oracle') return { policy, policyReason, ...common };
+
+  if (!baseUrl) {
+    throw new TbrlError('config-missing', 'The model policy needs an OpenAI-compatible endpoint, and none is configured.', `Pass --base-url http://localhost:8000/v1, set OPENAI_BASE_URL, or put "baseUrl" in ${CONFIG_FILE}.`);
+  }
+  const model = pick('model');
+  if (!model) {
+    throw new TbrlError('config-missing', `An endpoint is configured (${baseUrl}) but no model name.`, `Pass --model NAME, set TBRL_MODEL, or put "model" in ${CONFIG_FILE}.`);
+  }
+  return {
+    policy,
+    policyReason: `${policyReason} (${model} at ${baseUrl}, n=${n})`,
+    model: { baseUrl, model, apiKey: pick('apiKey'), n, temperature: pick('temperature'), maxTokens: pick('maxTokensPerTurn'), contextTokens: pick('contextTokens') },
+    ...common,
+  };
+}

@@ -1,0 +1,84 @@
+import type { Trajectory } from './reader';
+import type { ActionRecord, StepRecord } from './schema';
+
+export interface ReplayOptions {
+  /** Characters of each observation and turn shown (the rest is summarised). */
+  maxChars?: number;
+  /** Show every candidate, not only the chosen one. */
+  candidates?: boolean;
+}
+
+function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const head = Math.ceil(max * 0.7);
+  const tail = max - head;
+  return `${text.slice(0, head)}\n… [${text.length - max} chars not shown] …\n${text.slice(text.length - tail)}`;
+}
+
+function indent(text: string, by = '    '): string {
+  return text.split('\n').map((l) => by + l).join('\n');
+}
+
+/** One line per action: what it was and how it went. */
+export function actionSummary(a: ActionRecord): string {
+  const input = a.input ?? {};
+  let what: string;
+  if (a.kind === 'bash') what = firstLine(String(input.cmd ?? ''));
+  else if (a.kind.startsWith('file.')) what = String(input.file_path ?? (Array.isArray(input.file_paths) ? input.file_paths.join(', ') : ''));
+  else if (a.kind.startsWith('search.')) what = `${input.pattern ?? input.path ?? ''}`;
+  else if (a.kind === 'finish') what = firstLine(String(input.message ?? ''));
+  else what = '';
+  const status = a.kind === 'bash' ? (a.timedOut ? 'timed out' : `exit ${a.exitCode ?? '-'}`) : a.ok ? 'ok' : 'failed';
+  return `${a.kind}${what ? ` ${JSON.stringify(what.length > 100 ? what.slice(0, 97) + '...' : what)}` : ''} → ${status}, ${a.durationMs} ms`;
+}
+
+function firstLine(s: string): string {
+  const line = s.split('\n')[0];
+  return s.includes('\n') ? `${line} …` : line;
+}
+
+export function formatStep(s: StepRecord, options: ReplayOptions = {}): string {
+  const max = options.maxChars ?? 1500;
+  const out: string[] = [];
+  const decision = s.decision ? `, ${s.decision.mode} verifier chose ${s.decision.chosen} of ${s.candidates.length}` : s.candidates.length > 1 ? `, ${s.candidates.length} candidates` : '';
+  const tokens = s.usage.promptTokens || s.usage.completionTokens ? `, ${s.usage.promptTokens}+${s.usage.completionTokens} tokens` : '';
+  out.push(`── step ${s.index} (${(s.durationMs / 1000).toFixed(1)} s${tokens}${decision})${s.human ? ` [human ${s.human.action}]` : ''}`);
+  if (options.candidates && s.candidates.length > 1) {
+    s.candidates.forEach((c, i) => out.push(`  candidate ${i}${c.parses ? '' : ' (does not parse)'}${s.decision ? ` score ${s.decision.scores[i]?.toFixed(2)}` : ''}:`, indent(clip(c.text, max))));
+  }
+  out.push('  turn:', indent(clip(s.chosenText.trim() || '(empty)', max)));
+  for (const a of s.actions) {
+    out.push(`  ▸ ${actionSummary(a)}`);
+    if (a.observation) out.push(indent(clip(a.observation, max)));
+  }
+  for (const e of s.parseErrors) out.push('  ✗ parse error:', indent(clip(e, max)));
+  const open = s.todos.filter((t) => !t.done).length;
+  if (s.todos.length) out.push(`  todos: ${s.todos.length - open} done, ${open} open`);
+  return out.join('\n');
+}
+
+/** The whole run as readable text: header, each step, footer (or why there is none). */
+export function formatTrajectory(t: Trajectory, options: ReplayOptions = {}): string {
+  const h = t.header;
+  const out: string[] = [];
+  out.push(`Run ${h.runId} — task ${h.task.id} (${h.task.format})`);
+  out.push(`Policy: ${h.policy.kind}${h.policy.model ? ` ${h.policy.model}` : ''}${h.policy.n && h.policy.n > 1 ? ` n=${h.policy.n}` : ''}${h.verifier ? `, ${h.verifier.mode} verifier` : ''}; started ${h.startedAt}; schema ${h.schema}`);
+  if (h.sandbox) out.push(`Image: ${h.sandbox.image}${h.sandbox.substitutedFrom ? ` (stand-in for ${h.sandbox.substitutedFrom})` : ''}; tracing ${h.sandbox.tracing.available ? 'on' : `off (${h.sandbox.tracing.reason ?? 'unavailable'})`}`);
+  out.push('', 'Instruction:', indent(h.task.instruction.trim(), '  '), '');
+  for (const s of t.steps) out.push(formatStep(s, options), '');
+  const f = t.footer;
+  if (f) {
+    out.push(`Ended: ${f.endReason}${f.endMessage ? ` — ${f.endMessage}` : ''} after ${f.steps} step(s)`);
+    if (f.reward) {
+      const r = f.reward;
+      out.push(`Reward: ${r.total.toFixed(3)}${r.tests !== undefined ? ` (tests ${r.tests.toFixed(3)})` : ''}${r.testError ? ` (tests not scored: ${r.testError.kind})` : ''}`);
+      for (const o of r.testOutcomes ?? []) out.push(`  ${o.status === 'passed' ? '✓' : '✗'} ${o.name} (${o.status}, weight ${o.weight})`);
+    } else {
+      out.push('Reward: not computed');
+    }
+    if (f.depgpo) out.push(`DepGPO factors: ${f.depgpo.factors.map((x) => x.toFixed(2)).join(' ')}${f.depgpo.fallback ? ` (fallback: ${f.depgpo.fallback})` : ''}`);
+    out.push(`Tokens: ${f.usage.promptTokens} prompt + ${f.usage.completionTokens} completion`);
+  }
+  for (const w of t.warnings) out.push(`warning: ${w}`);
+  return out.join('\n');
+}

@@ -1,0 +1,56 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { resolveRunConfig } from '../../src/core/run/config';
+import { TbrlError } from '../../src/core/errors';
+
+function withDir(fn: (dir: string) => void): void {
+  const dir = mkdtempSync(join(tmpdir(), 'tbrl-cfg-'));
+  try {
+    fn(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('no endpoint anywhere: oracle, and the reason says so', () => {
+  withDir((dir) => {
+    const c = resolveRunConfig({}, {}, dir);
+    assert.equal(c.policy, 'oracle');
+    assert.match(c.policyReason, /no model endpoint configured.*oracle/);
+    assert.equal(c.maxSteps, 50);
+  });
+});
+
+test('environment endpoint selects the model; options beat environment beat config file', () => {
+  withDir((dir) => {
+    mkdirSync(join(dir, '.tbrl'));
+    writeFileSync(join(dir, '.tbrl', 'config.json'), JSON.stringify({ baseUrl: 'http://file/v1', model: 'file-model', n: 3, maxSteps: 7 }));
+    const fromFile = resolveRunConfig({}, {}, dir);
+    assert.equal(fromFile.policy, 'model');
+    assert.deepEqual([fromFile.model?.baseUrl, fromFile.model?.model, fromFile.model?.n, fromFile.maxSteps], ['http://file/v1', 'file-model', 3, 7]);
+    const fromEnv = resolveRunConfig({}, { OPENAI_BASE_URL: 'http://env/v1', TBRL_MODEL: 'env-model', OPENAI_API_KEY: 'k' }, dir);
+    assert.deepEqual([fromEnv.model?.baseUrl, fromEnv.model?.model, fromEnv.model?.apiKey, fromEnv.model?.n], ['http://env/v1', 'env-model', 'k', 3]);
+    const fromOptions = resolveRunConfig({ baseUrl: 'http://opt/v1', n: 2 }, { OPENAI_BASE_URL: 'http://env/v1' }, dir);
+    assert.deepEqual([fromOptions.model?.baseUrl, fromOptions.model?.model, fromOptions.model?.n], ['http://opt/v1', 'file-model', 2]);
+    assert.equal(resolveRunConfig({ policy: 'oracle' }, {}, dir).policy, 'oracle', '--policy oracle wins over a configured endpoint');
+  });
+});
+
+test('bad configuration names the cause and the fix', () => {
+  withDir((dir) => {
+    const isErr = (code: string, re: RegExp) => (e: unknown) => e instanceof TbrlError && e.code === code && re.test(e.message);
+    assert.throws(() => resolveRunConfig({ policy: 'model' }, {}, dir), isErr('config-missing', /--base-url/));
+    assert.throws(() => resolveRunConfig({ baseUrl: 'http://x/v1' }, {}, dir), isErr('config-missing', /no model name[\s\S]*--model/));
+    assert.throws(() => resolveRunConfig({ n: 0 }, {}, dir), isErr('config-invalid', /n must be/));
+    mkdirSync(join(dir, '.tbrl'));
+    writeFileSync(join(dir, '.tbrl', 'config.json'), '{"baseUrl": ');
+    assert.throws(() => resolveRunConfig({}, {}, dir), isErr('config-invalid', /not valid JSON/));
+    writeFileSync(join(dir, '.tbrl', 'config.json'), '{"base_url": "http://x"}');
+    assert.throws(() => resolveRunConfig({}, {}, dir), isErr('config-invalid', /unknown key "base_url"/));
+    writeFileSync(join(dir, '.tbrl', 'config.json'), '{"n": "4"}');
+    assert.throws(() => resolveRunConfig({}, {}, dir), isErr('config-invalid', /"n" must be a number/));
+  });
+});
