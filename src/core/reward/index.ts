@@ -55,6 +55,41 @@ export function rewardIsUsable(reward: RewardRecord): boolean {
 const round = (x: number) => Math.round(x * 1e12) / 1e12;
 
 /**
+ * The reward record from a test run and a judge result (undefined: no judge configured).
+ * Pure, so the weighting rules are testable without a container.
+ */
+export function combineReward(
+  testRun: Pick<TestRunResult, 'tests' | 'outcomes' | 'error'>,
+  judged: JudgeResult | { missing: string } | undefined,
+  configuredWeights: Partial<RewardWeights> = DEFAULT_REWARD_WEIGHTS,
+): RewardRecord {
+  const configured = validateRewardWeights(configuredWeights);
+  const reward: RewardRecord = { weights: configured, total: 0 };
+  if (testRun.error) reward.testError = testRun.error;
+  else {
+    reward.tests = testRun.tests;
+    reward.testOutcomes = testRun.outcomes;
+  }
+
+  let judgeScore: number | undefined;
+  if (!judged || configured.judge === 0) {
+    reward.judge = { missing: configured.judge === 0 ? 'judge weight is 0' : 'no judge configured' };
+  } else if ('ok' in judged && judged.ok) {
+    judgeScore = judged.score;
+    reward.judge = { score: judged.score, components: judged.components, promptVersion: judged.promptVersion, backend: judged.backend };
+  } else {
+    reward.judge = { missing: judged.missing };
+  }
+
+  // Renormalise when the judge has nothing to say: the tests carry the whole reward.
+  const sum = configured.tests + configured.judge;
+  const weights = judgeScore === undefined ? { tests: 1, judge: 0 } : { tests: configured.tests / sum, judge: configured.judge / sum };
+  reward.weights = weights;
+  reward.total = round(weights.tests * (reward.tests ?? 0) + weights.judge * (judgeScore ?? 0));
+  return reward;
+}
+
+/**
  * Combined reward: weights.tests · weighted tests + weights.judge · judge (0.65/0.35 by default).
  * Without a judge, or when the judge's score is missing, the judge's share moves to the tests and
  * the record's `weights` and `judge.missing` say so. A test run that failed (timeout, crash, no
@@ -70,26 +105,6 @@ export async function computeReward(options: ComputeRewardOptions): Promise<Comp
   ]);
   if (judge && !(options.judge instanceof Judge)) judge.close();
 
-  const reward: RewardRecord = { weights: configured, total: 0 };
-  if (testRun.error) reward.testError = testRun.error;
-  else {
-    reward.tests = testRun.tests;
-    reward.testOutcomes = testRun.outcomes;
-  }
-
-  let judgeScore: number | undefined;
-  if (!judge || configured.judge === 0) {
-    reward.judge = { missing: configured.judge === 0 ? 'judge weight is 0' : 'no judge configured' };
-  } else if (judged?.ok) {
-    judgeScore = judged.score;
-    reward.judge = { score: judged.score, components: judged.components, promptVersion: judged.promptVersion, backend: judged.backend };
-  } else {
-    reward.judge = { missing: judged?.missing ?? 'judge did not run' };
-  }
-
-  // Renormalise when the judge has nothing to say: the tests carry the whole reward.
-  const weights = judgeScore === undefined ? { tests: 1, judge: 0 } : { tests: configured.tests / (configured.tests + configured.judge), judge: configured.judge / (configured.tests + configured.judge) };
-  reward.weights = weights;
-  reward.total = round(weights.tests * (reward.tests ?? 0) + weights.judge * (judgeScore ?? 0));
+  const reward = combineReward(testRun, judge && configured.judge > 0 ? judged ?? { missing: 'judge did not run' } : undefined, configured);
   return { reward, verifierTrace: testRun.verifierTrace, testRun, judge: judged };
 }
