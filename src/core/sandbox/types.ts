@@ -61,6 +61,8 @@ export interface ExecResult {
   timedOut: boolean;
   durationMs: number;
   trace?: CommandTrace;
+  /** Set when the memory cgroup's OOM killer killed the command (exit 137 without a timeout). */
+  oomKilled?: boolean;
 }
 
 export interface Checkpoint {

@@ -1,0 +1,313 @@
+import { posix } from 'node:path';
+import type { Readable, Duplex } from 'node:stream';
+import type Docker from 'dockerode';
+import type { Checkpoint, ExecOptions, ExecResult, Sandbox, SandboxInfo, SandboxLimits } from './types';
+import { LABEL_PROJECT, LABEL_RUN, LABEL_PID } from './types';
+import { PersistentShell, ShellEndedError } from './shell';
+import { CappedOutput } from './output-cap';
+import { DockerDemuxer } from './demux';
+import { KILL_SCRIPT } from './kill-script';
+import { readTarEntries, singleFileTar, toReadable } from './archive';
+import { mapDockerError } from './docker-client';
+import { ContainerGoneError, ContainerOomError, DockerDiedError, SandboxFileError, isNoSuchContainer, statusCode } from './errors';
+
+/** Label on checkpoint images so gc and the leak check can tell them from task images. */
+export const LABEL_KIND = 'dev.tbrl.kind';
+export const LABEL_STEP = 'dev.tbrl.step';
+
+export interface DockerSandboxInit {
+  docker: Docker;
+  container: Docker.Container;
+  info: SandboxInfo;
+  limits: SandboxLimits;
+  runId: string;
+  target: string;
+  workdir?: string;
+}
+
+export class DockerSandbox implements Sandbox {
+  readonly info: SandboxInfo;
+  private readonly container: Docker.Container;
+  private readonly limits: SandboxLimits;
+  private readonly runId: string;
+  private readonly target: string;
+  private readonly shell: PersistentShell;
+  private closing?: Promise<void>;
+
+  constructor(init: DockerSandboxInit) {
+    this.container = init.container;
+    this.info = init.info;
+    this.limits = init.limits;
+    this.runId = init.runId;
+    this.target = init.target;
+    this.shell = new PersistentShell((cwd) => this.spawnShell(cwd), (argv) => this.runAux(argv), init.workdir);
+  }
+
+  /** Starts the persistent shell; the provider calls this before handing the sandbox out. */
+  async start(): Promise<void> {
+    await this.guard('starting the shell', () => this.shell.ensureStarted());
+  }
+
+  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    this.assertOpen();
+    try {
+      const result = await this.shell.run(command, {
+        timeoutMs: options.timeoutMs,
+        maxOutputBytes: options.maxOutputBytes ?? this.limits.maxOutputBytes,
+        background: options.background,
+      });
+      if (result.exitCode === 137 && !result.timedOut) await this.noteOom(result);
+      return result;
+    } catch (err) {
+      if (err instanceof ShellEndedError) return this.afterShellEnded(err);
+      throw await this.explain(err, 'running a command');
+    }
+  }
+
+  async execArgv(argv: string[], options: ExecOptions & { cwd?: string; env?: Record<string, string> } = {}): Promise<ExecResult> {
+    this.assertOpen();
+    if (argv.length === 0) throw new SandboxFileError('execArgv', 'empty argv: pass the program and its arguments, e.g. ["pytest", "-q"]');
+    const started = Date.now();
+    const output = new CappedOutput(options.maxOutputBytes ?? this.limits.maxOutputBytes);
+    // `echo $$; exec` tells us the program's pid inside the container, so a timeout can kill its tree.
+    const cmd = ['/bin/sh', '-c', 'echo $$; exec "$@"', 'tbrl-exec', ...argv];
+    return this.guard('running a program', async () => {
+      const exec = await this.container.exec({
+        Cmd: cmd,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+        WorkingDir: options.cwd,
+        Env: options.env ? Object.entries(options.env).map(([k, v]) => `${k}=${v}`) : undefined,
+      });
+      const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Duplex;
+      let pid: number | undefined;
+      let pidLine = Buffer.alloc(0);
+      const demux = new DockerDemuxer((kind, payload) => {
+        if (kind === 'stdout' && pid === undefined) {
+          pidLine = Buffer.concat([pidLine, payload]);
+          const nl = pidLine.indexOf(0x0a);
+          if (nl < 0) return;
+          pid = Number(pidLine.subarray(0, nl).toString());
+          payload = pidLine.subarray(nl + 1);
+        }
+        output.push(payload);
+      });
+      stream.on('data', (c: Buffer) => demux.push(c));
+      const ended = new Promise<void>((resolve) => {
+        stream.on('end', resolve);
+        stream.on('close', resolve);
+        stream.on('error', () => resolve());
+      });
+      let timedOut = false;
+      let timer: NodeJS.Timeout | undefined;
+      if (options.timeoutMs && options.timeoutMs > 0) {
+        timer = setTimeout(() => {
+          timedOut = true;
+          if (pid) this.runAux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'tree', String(pid)]).catch(() => undefined);
+          // If nothing could be killed (no bash in the image), stop waiting anyway.
+          setTimeout(() => stream.destroy(), 5000).unref();
+        }, options.timeoutMs);
+      }
+      await ended;
+      clearTimeout(timer);
+      const inspected = await exec.inspect().catch(() => undefined);
+      const exitCode = timedOut ? null : inspected?.ExitCode ?? null;
+      const result: ExecResult = {
+        exitCode,
+        output: output.text() + (timedOut ? `\n[killed after ${options.timeoutMs} ms timeout]\n` : ''),
+        droppedBytes: output.droppedBytes,
+        timedOut,
+        durationMs: Date.now() - started,
+      };
+      if (exitCode === 137) await this.noteOom(result);
+      if (exitCode === 126 || exitCode === 127) result.output += `[could not run ${argv[0]}: not found or not executable in the sandbox]\n`;
+      return result;
+    });
+  }
+
+  async readFile(path: string): Promise<Buffer> {
+    this.assertOpen();
+    return this.guard(`reading ${path}`, async () => {
+      let current = path;
+      for (let hop = 0; hop < 8; hop++) {
+        let stream: Readable;
+        try {
+          stream = (await this.container.getArchive({ path: current })) as unknown as Readable;
+        } catch (err) {
+          if (statusCode(err) === 404 && !isNoSuchContainer(err)) throw new SandboxFileError(path, 'no such file in the sandbox', err);
+          throw err;
+        }
+        const entries = await readTarEntries(stream);
+        const first = entries[0];
+        if (!first) throw new SandboxFileError(path, 'empty archive from the daemon');
+        if (first.type === 'directory') throw new SandboxFileError(path, 'is a directory; list it with a command such as `ls -la`');
+        if (first.type === 'symlink' && first.linkname) {
+          current = posix.resolve(posix.dirname(current), first.linkname);
+          continue;
+        }
+        return first.content;
+      }
+      throw new SandboxFileError(path, 'too many levels of symbolic links');
+    });
+  }
+
+  async writeFile(path: string, content: Buffer | string, mode = 0o644): Promise<void> {
+    this.assertOpen();
+    const abs = posix.isAbsolute(path) ? path : posix.join(this.shell.cwd ?? '/', path);
+    const data = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+    await this.guard(`writing ${abs}`, async () => {
+      try {
+        await this.container.putArchive(await singleFileTar(posix.basename(abs), data, mode), { path: posix.dirname(abs) });
+      } catch (err) {
+        if (statusCode(err) !== 404 || isNoSuchContainer(err)) throw err;
+        // The parent directory does not exist: extract at / with the full path so the daemon creates it.
+        await this.container.putArchive(await singleFileTar(abs.replace(/^\/+/, ''), data, mode), { path: '/' });
+      }
+    });
+  }
+
+  async putArchive(archive: Readable | Buffer, destDir: string): Promise<void> {
+    this.assertOpen();
+    await this.guard(`copying files to ${destDir}`, async () => {
+      await this.container.putArchive(toReadable(archive), { path: destDir });
+    });
+  }
+
+  async getArchive(path: string): Promise<Readable> {
+    this.assertOpen();
+    return this.guard(`reading ${path}`, async () => {
+      try {
+        return (await this.container.getArchive({ path })) as unknown as Readable;
+      } catch (err) {
+        if (statusCode(err) === 404 && !isNoSuchContainer(err)) throw new SandboxFileError(path, 'no such file or directory in the sandbox', err);
+        throw err;
+      }
+    });
+  }
+
+  async checkpoint(step: number): Promise<Checkpoint> {
+    this.assertOpen();
+    const state = await this.guard('reading the shell state', () => this.shell.state());
+    const tag = `step-${step}-${Date.now().toString(36)}`;
+    const repo = `tbrl-checkpoint/${sanitizeRepo(this.runId)}`;
+    const committed = await this.guard(`checkpointing step ${step}`, () =>
+      this.container.commit({
+        repo,
+        tag,
+        comment: `tbrl checkpoint of run ${this.runId} at step ${step}`,
+        // Labels the container already carries (project/run/pid) are inherited; these mark it a checkpoint.
+        changes: [`LABEL ${LABEL_KIND}=checkpoint`, `LABEL ${LABEL_STEP}=${step}`, `LABEL ${LABEL_RUN}=${this.runId}`, `LABEL ${LABEL_PROJECT}=tbrl`, `LABEL ${LABEL_PID}=${process.pid}`],
+        pause: true,
+      }),
+    );
+    const imageId = (committed as { Id?: string }).Id ?? `${repo}:${tag}`;
+    return { imageId, runId: this.runId, step, createdAt: new Date().toISOString(), cwd: state.cwd, env: state.env };
+  }
+
+  async close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.shell.close();
+      await this.container.remove({ force: true, v: true }).catch((err) => {
+        if (statusCode(err) !== 404 && statusCode(err) !== 409) throw mapDockerError(err, 'removing the container', { target: this.target, connected: true });
+      });
+    })();
+    return this.closing;
+  }
+
+  /** The shell process state, for a fork restoring it. */
+  async restoreShellState(cwd: string, env: Record<string, string>): Promise<void> {
+    const skip = new Set(['PWD', 'OLDPWD', 'SHLVL', '_', 'HOSTNAME', 'HOME']);
+    const lines = Object.entries(env)
+      .filter(([k]) => !skip.has(k) && /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
+      .map(([k, v]) => `export ${k}=${ansiQuoteForShell(v)}`);
+    lines.push(`cd -- ${ansiQuoteForShell(cwd)}`);
+    const r = await this.exec(lines.join('\n'), { timeoutMs: 30_000 });
+    if (r.exitCode !== 0) throw new SandboxFileError(cwd, `could not restore the shell state of the checkpoint: ${r.output.trim()}`);
+  }
+
+  private assertOpen(): void {
+    if (this.closing) throw new ContainerGoneError(this.info.containerId, 'the sandbox was closed');
+  }
+
+  private async spawnShell(cwd: string | undefined): Promise<{ stream: Duplex; exitCode: () => Promise<number | null> }> {
+    const exec = await this.container.exec({
+      Cmd: ['bash', '--noprofile', '--norc'],
+      AttachStdin: true,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+      WorkingDir: cwd,
+    });
+    const stream = (await exec.start({ hijack: true, stdin: true })) as unknown as Duplex;
+    return { stream, exitCode: async () => (await exec.inspect().catch(() => undefined))?.ExitCode ?? null };
+  }
+
+  private async runAux(argv: string[]): Promise<{ exitCode: number | null; stdout: Buffer }> {
+    const exec = await this.container.exec({ Cmd: argv, AttachStdout: true, AttachStderr: true, Tty: false });
+    const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Duplex;
+    const out: Buffer[] = [];
+    const demux = new DockerDemuxer((kind, payload) => { if (kind === 'stdout') out.push(Buffer.from(payload)); });
+    stream.on('data', (c: Buffer) => demux.push(c));
+    await new Promise<void>((resolve) => {
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+      stream.on('error', () => resolve());
+    });
+    const inspected = await exec.inspect().catch(() => undefined);
+    return { exitCode: inspected?.ExitCode ?? null, stdout: Buffer.concat(out) };
+  }
+
+  /** The shell's stream ended mid-command: the agent typed `exit`, or the container/daemon is gone. */
+  private async afterShellEnded(err: ShellEndedError): Promise<ExecResult> {
+    const state = await this.container.inspect().catch((e) => e as Error);
+    if (state instanceof Error) throw await this.explain(state, 'running a command');
+    if (state.State?.OOMKilled) throw new ContainerOomError(this.info.containerId, this.limits.memoryBytes);
+    if (!state.State?.Running) throw new ContainerGoneError(this.info.containerId, `container exited with code ${state.State?.ExitCode}`);
+    const code = await err.exitCode();
+    return {
+      exitCode: code,
+      output: `${err.partialOutput}[the shell exited; the next command starts a new shell in ${this.shell.cwd ?? 'the working directory'} with the container's original environment]\n`,
+      droppedBytes: 0,
+      timedOut: false,
+      durationMs: 0,
+    };
+  }
+
+  /** Exit 137 without a timeout is SIGKILL: say so when the memory cgroup's OOM killer did it. */
+  private async noteOom(result: ExecResult): Promise<void> {
+    const r = await this.runAux(['/bin/sh', '-c', 'cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null']).catch(() => undefined);
+    const m = r?.stdout.toString().match(/oom_kill (\d+)/);
+    if (m && Number(m[1]) > 0) {
+      result.oomKilled = true;
+      result.output += `[killed by the out-of-memory killer: the sandbox memory limit is ${Math.round(this.limits.memoryBytes / 1024 ** 2)} MiB]\n`;
+    }
+  }
+
+  /** Runs a Docker call, converting transport failures into the typed errors. */
+  private async guard<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw await this.explain(err, what);
+    }
+  }
+
+  private async explain(err: unknown, what: string): Promise<Error> {
+    const mapped = mapDockerError(err, what, { target: this.target, connected: true, containerId: this.info.containerId });
+    if (mapped instanceof DockerDiedError || mapped instanceof ContainerGoneError) {
+      // A container that vanished because the OOM killer took its init is reported as OOM.
+      const state = await this.container.inspect().catch(() => undefined);
+      if (state?.State?.OOMKilled) return new ContainerOomError(this.info.containerId, this.limits.memoryBytes);
+    }
+    return mapped;
+  }
+}
+
+function ansiQuoteForShell(v: string): string {
+  return `'${v.replace(/'/g, `'\\''`)}'`;
+}
+
+function sanitizeRepo(s: string): string {
+  return s.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[-._]+/, '').slice(0, 100) || 'run';
+}

@@ -1,0 +1,52 @@
+import type { DockerConnection } from './docker-client';
+import { ensureDaemon, mapDockerError } from './docker-client';
+import { LABEL_PID, LABEL_PROJECT } from './types';
+import { statusCode } from './errors';
+
+const LABEL_KIND = 'dev.tbrl.kind';
+
+/** Whether the process that created a container still runs (on this machine). */
+export function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes containers and checkpoint images of runs whose process is gone (or all of them with
+ * `all`). Task images built from Dockerfiles are a cache keyed by content and are kept.
+ */
+export async function gcSandboxes(conn: DockerConnection, options: { all?: boolean } = {}): Promise<{ containers: number; images: number }> {
+  await ensureDaemon(conn);
+  const ctx = { target: conn.target, connected: true };
+  const dead = (labels: Record<string, string> | undefined) => options.all || !processAlive(Number(labels?.[LABEL_PID]));
+  let containers = 0;
+  let images = 0;
+  try {
+    const list = await conn.docker.listContainers({ all: true, filters: { label: [LABEL_PROJECT] } });
+    for (const c of list) {
+      if (!dead(c.Labels)) continue;
+      await conn.docker.getContainer(c.Id).remove({ force: true, v: true }).then(
+        () => containers++,
+        (err) => { if (statusCode(err) !== 404) throw err; },
+      );
+    }
+    const imgs = await conn.docker.listImages({ all: true, filters: { label: [`${LABEL_KIND}=checkpoint`] } });
+    for (const img of imgs) {
+      if (!dead(img.Labels)) continue;
+      await conn.docker.getImage(img.Id).remove({ force: true }).then(
+        () => images++,
+        // 409: a live container (of another run) still uses it; it goes with that run.
+        (err) => { if (statusCode(err) !== 404 && statusCode(err) !== 409) throw err; },
+      );
+    }
+  } catch (err) {
+    throw mapDockerError(err, 'collecting leftover sandboxes', ctx);
+  }
+  return { containers, images };
+}

@@ -1,0 +1,57 @@
+/**
+ * Bash run through a second `docker exec` to kill a timed-out command. Task images may lack procps
+ * (debootstrap minbase has no `ps`/`pkill`), so processes are found by reading /proc with builtins
+ * only — no `$(...)`, no external commands — which also keeps it working when a fork bomb has used
+ * up the pids limit and nothing can fork.
+ *
+ * Modes:
+ *   children <shellPid> <minStartTicks>  kill every child of the persistent shell that started at or
+ *                                         after the given /proc starttime, with its process group and
+ *                                         all descendants (older children are background jobs).
+ *   tree <pid>                            kill a process, its group and all descendants (execArgv).
+ *   uptime                                print /proc/uptime in clock ticks (for minStartTicks).
+ */
+export const KILL_SCRIPT = [
+  'mode=$1',
+  'if [ "$mode" = uptime ]; then read -r up _ < /proc/uptime; up=${up/./}; echo "$((10#$up))"; exit 0; fi',
+  'declare -A PPID_OF PGRP_OF START_OF',
+  'scan() {',
+  '  PPID_OF=(); PGRP_OF=(); START_OF=()',
+  '  local d p s',
+  '  for d in /proc/[0-9]*; do',
+  '    p=${d#/proc/}',
+  '    read -r s < "$d/stat" 2>/dev/null || continue',
+  '    s=${s##*) }',
+  '    set -- $s',
+  '    PPID_OF[$p]=$2; PGRP_OF[$p]=$3; START_OF[$p]=${20}',
+  '  done',
+  '}',
+  '# Breadth-first over the ppid relation; result in VICTIMS (a global: no subshell, no fork).',
+  'collect() {',
+  '  VICTIMS=(); local queue=("$@") p c',
+  '  while [ ${#queue[@]} -gt 0 ]; do',
+  '    p=${queue[0]}; queue=("${queue[@]:1}"); VICTIMS+=("$p")',
+  '    for c in "${!PPID_OF[@]}"; do [ "${PPID_OF[$c]}" = "$p" ] && queue+=("$c"); done',
+  '  done',
+  '}',
+  'self=$$',
+  'for round in 1 2 3; do',
+  '  scan',
+  '  roots=(); keep_pg=""',
+  '  if [ "$mode" = children ]; then',
+  '    keep_pg=${PGRP_OF[$2]}',
+  '    for p in "${!PPID_OF[@]}"; do',
+  '      [ "${PPID_OF[$p]}" = "$2" ] && [ "${START_OF[$p]}" -ge "$3" ] && [ "$p" != "$self" ] && roots+=("$p")',
+  '    done',
+  '  elif [ -n "${PPID_OF[$2]}" ]; then roots=("$2"); fi',
+  '  [ ${#roots[@]} -eq 0 ] && break',
+  '  collect "${roots[@]}"',
+  '  for p in "${VICTIMS[@]}"; do',
+  '    g=${PGRP_OF[$p]}',
+  '    # Never signal group 0 (outside our pid namespace), init\'s, the shell\'s or our own group.',
+  '    if [ -n "$g" ] && [ "$g" != 0 ] && [ "$g" != "$keep_pg" ] && [ "$g" != "${PGRP_OF[1]}" ] && [ "$g" != "${PGRP_OF[$self]}" ]; then kill -KILL -- "-$g" 2>/dev/null; fi',
+  '    [ "$p" != "$self" ] && kill -KILL "$p" 2>/dev/null',
+  '  done',
+  'done',
+  'exit 0',
+].join('\n');

@@ -1,0 +1,155 @@
+import type Docker from 'dockerode';
+import type { Checkpoint, Sandbox, SandboxInfo, SandboxLimits, SandboxProvider, SandboxSpec } from './types';
+import { DEFAULT_LIMITS, LABEL_PID, LABEL_PROJECT, LABEL_RUN } from './types';
+import { DockerSandbox, LABEL_KIND } from './docker-sandbox';
+import { connectDocker, ensureDaemon, initAvailable, mapDockerError, type DockerConnection, type DockerConnectionOptions } from './docker-client';
+import { ImageMissingError, statusCode } from './errors';
+import { resolveImage, type ImageResolverOptions, type ResolvedImage } from './images';
+import { gcSandboxes } from './gc';
+
+export const PROJECT_LABEL_VALUE = 'tbrl';
+
+export interface DockerProviderOptions extends DockerConnectionOptions, ImageResolverOptions {}
+
+/** Container plus everything `create` and `fork` share once the image is known. */
+interface Launch {
+  image: string;
+  substitutedFrom?: string;
+  workspaceMode?: 'copy' | 'bind';
+  binds?: string[];
+  mounts?: Docker.MountSettings[];
+  env?: Record<string, string>;
+  workdir?: string;
+}
+
+export class DockerSandboxProvider implements SandboxProvider {
+  readonly connection: DockerConnection;
+
+  constructor(private readonly options: DockerProviderOptions = {}) {
+    this.connection = connectDocker(options);
+  }
+
+  get docker(): Docker {
+    return this.connection.docker;
+  }
+
+  async create(spec: SandboxSpec): Promise<Sandbox> {
+    return this.createDocker(spec);
+  }
+
+  /** Like `create`, typed as the Docker sandbox (workspace patches, shell restoration). */
+  async createDocker(spec: SandboxSpec): Promise<DockerSandbox> {
+    await ensureDaemon(this.connection);
+    const resolved: ResolvedImage = await resolveImage(this.connection, spec, this.options);
+    const sandbox = await this.launch(spec, {
+      image: resolved.image,
+      substitutedFrom: resolved.substitutedFrom,
+      workspaceMode: resolved.workspace?.mode,
+      binds: resolved.workspace?.mode === 'bind' ? [`${resolved.workspace.hostPath}:${resolved.workspace.containerPath}`] : undefined,
+      mounts: resolved.mounts,
+      env: { ...resolved.env, ...spec.env },
+      workdir: spec.workdir ?? resolved.workdir,
+    });
+    try {
+      if (resolved.afterStart) await resolved.afterStart(sandbox);
+    } catch (err) {
+      await sandbox.close().catch(() => undefined);
+      throw err;
+    }
+    return sandbox;
+  }
+
+  async fork(checkpoint: Checkpoint, spec: Omit<SandboxSpec, 'image'>): Promise<Sandbox> {
+    await ensureDaemon(this.connection);
+    const sandbox = await this.launch({ ...spec, image: { kind: 'image', image: checkpoint.imageId } }, {
+      image: checkpoint.imageId,
+      env: spec.env,
+      workdir: checkpoint.cwd,
+    });
+    try {
+      await sandbox.restoreShellState(checkpoint.cwd, checkpoint.env);
+    } catch (err) {
+      await sandbox.close().catch(() => undefined);
+      throw err;
+    }
+    return sandbox;
+  }
+
+  /** Deletes a checkpoint image (runs that no longer need to resume or branch from it). */
+  async removeCheckpoint(checkpoint: Checkpoint): Promise<void> {
+    await this.docker.getImage(checkpoint.imageId).remove({ force: true }).catch((err) => {
+      if (statusCode(err) !== 404) throw mapDockerError(err, 'removing a checkpoint image', { target: this.connection.target, connected: true });
+    });
+  }
+
+  gc(options: { all?: boolean } = {}): Promise<{ containers: number; images: number }> {
+    return gcSandboxes(this.connection, options);
+  }
+
+  private async launch(spec: SandboxSpec, launch: Launch): Promise<DockerSandbox> {
+    const limits: SandboxLimits = { ...DEFAULT_LIMITS, ...spec.limits };
+    const ctx = { target: this.connection.target, connected: true };
+    let container: Docker.Container;
+    try {
+      container = await this.docker.createContainer({
+        Image: launch.image,
+        // Keep the container alive without depending on the image's own entrypoint (which may be a
+        // server or exit at once); the agent's shell is a separate exec.
+        Entrypoint: ['sleep', 'infinity'],
+        Cmd: [],
+        Env: Object.entries(launch.env ?? {}).map(([k, v]) => `${k}=${v}`),
+        WorkingDir: launch.workdir,
+        Labels: {
+          [LABEL_PROJECT]: PROJECT_LABEL_VALUE,
+          [LABEL_RUN]: spec.runId,
+          [LABEL_PID]: String(process.pid),
+          // Containers started from a checkpoint image would otherwise inherit its kind label.
+          [LABEL_KIND]: 'sandbox',
+        },
+        HostConfig: {
+          Memory: limits.memoryBytes,
+          // Equal to Memory: no swap, so the OOM killer acts at the limit instead of the host swapping.
+          MemorySwap: limits.memoryBytes,
+          NanoCpus: Math.round(limits.cpus * 1e9),
+          PidsLimit: limits.pids,
+          SecurityOpt: ['no-new-privileges'],
+          NetworkMode: spec.network ? 'bridge' : 'none',
+          Init: initAvailable(this.connection),
+          Binds: launch.binds,
+          Mounts: launch.mounts,
+        },
+      });
+    } catch (err) {
+      if (statusCode(err) === 404 && /no such image/i.test((err as Error).message)) throw new ImageMissingError(launch.image, err);
+      throw mapDockerError(err, 'creating the container', ctx);
+    }
+    const info: SandboxInfo = {
+      containerId: container.id,
+      image: launch.image,
+      substitutedFrom: launch.substitutedFrom,
+      workspaceMode: launch.workspaceMode,
+      tracing: { available: false, reason: 'syscall tracing is provided by the tracing module, not the sandbox' },
+    };
+    const sandbox = new DockerSandbox({
+      docker: this.docker,
+      container,
+      info,
+      limits,
+      runId: spec.runId,
+      target: this.connection.target,
+      workdir: launch.workdir,
+    });
+    try {
+      await container.start();
+      await sandbox.start();
+    } catch (err) {
+      await container.remove({ force: true }).catch(() => undefined);
+      throw mapDockerError(err, 'starting the container', { ...ctx, containerId: container.id });
+    }
+    return sandbox;
+  }
+}
+
+export function createDockerProvider(options: DockerProviderOptions = {}): DockerSandboxProvider {
+  return new DockerSandboxProvider(options);
+}

@@ -1,0 +1,290 @@
+import { randomBytes } from 'node:crypto';
+import type { Duplex } from 'node:stream';
+import type { ExecResult } from './types';
+import { CappedOutput } from './output-cap';
+import { DockerDemuxer } from './demux';
+import { ansiCQuote } from './bash-quote';
+import { KILL_SCRIPT } from './kill-script';
+
+/** Starts `bash` in the container with stdin attached: the raw multiplexed stream and a way to read its exit code. */
+export type ShellSpawner = (workdir: string | undefined) => Promise<{ stream: Duplex; exitCode: () => Promise<number | null> }>;
+/** Runs a helper program by a separate `docker exec` (used to kill timed-out commands). */
+export type AuxRunner = (argv: string[]) => Promise<{ exitCode: number | null; stdout: Buffer }>;
+
+export interface ShellRunOptions {
+  timeoutMs?: number;
+  maxOutputBytes: number;
+  background?: boolean;
+}
+
+/** Raised to the caller when the shell's stream ends while a command runs; the sandbox explains why. */
+export class ShellEndedError extends Error {
+  constructor(
+    readonly partialOutput: string,
+    readonly exitCode: () => Promise<number | null>,
+  ) {
+    super('persistent shell ended');
+  }
+}
+
+// Functions defined once in the shell. The command reaches it as an ANSI-C quoted argument to
+// `eval`, so no quoting in it can unbalance the line; stdin is /dev/null so the command cannot
+// eat the shell's own input; `&& ... ||` keeps a `set -e` typed by the agent from killing the
+// shell; `builtin` keeps a user function named printf/eval from breaking the frame. The sentinel
+// is preceded by a newline (stripped) so output without a trailing newline still frames.
+const PRELUDE = [
+  'set -m',
+  '__tbrl_run() { { builtin eval "$2"',
+  '} </dev/null 2>&1 && __tbrl_rc=0 || __tbrl_rc=$?',
+  'builtin printf \'\\n__TBRL_%s__ %s - %s\\n\' "$1" "$__tbrl_rc" "$PWD"; }',
+  '__tbrl_bg() { { builtin eval "$2"',
+  '} </dev/null >"$3" 2>&1 &',
+  'builtin printf \'\\n__TBRL_%s__ 0 %s %s\\n\' "$1" "$!" "$PWD"; }',
+  '__tbrl_state() { builtin printf \'%s\\0\' "$PWD"; local __n; for __n in $(compgen -e); do builtin printf \'%s=%s\\0\' "$__n" "${!__n}"; done; }',
+  '',
+].join('\n');
+
+interface Pending {
+  nonce: string;
+  marker: Buffer;
+  output: CappedOutput;
+  carry: Buffer;
+  resolve: (r: { exitCode: number; pid?: number; cwd: string }) => void;
+  reject: (e: Error) => void;
+}
+
+/**
+ * One long-lived bash per container. Commands run one at a time in the same shell process, so
+ * `cd` and `export` persist exactly as in a terminal; each is framed by a per-command nonce.
+ */
+export class PersistentShell {
+  private stream?: Duplex;
+  private pending?: Pending;
+  private stray: Buffer[] = [];
+  private queue: Promise<unknown> = Promise.resolve();
+  private shellPid = 0;
+  private alive = false;
+  private closed = false;
+  /** Last cwd reported by the shell: a respawned shell starts there. */
+  cwd: string | undefined;
+  /** Set when the shell had to be restarted (the exported environment of the old one is gone). */
+  restarts = 0;
+
+  constructor(
+    private readonly spawn: ShellSpawner,
+    private readonly aux: AuxRunner,
+    initialCwd?: string,
+  ) {
+    this.cwd = initialCwd;
+  }
+
+  get pid(): number {
+    return this.shellPid;
+  }
+
+  /** Starts the shell (idempotent); later calls respawn it if the previous one exited. */
+  async ensureStarted(): Promise<void> {
+    if (this.alive) return;
+    const { stream, exitCode } = await this.spawn(this.cwd);
+    this.stream = stream;
+    this.alive = true;
+    const demux = new DockerDemuxer((kind, payload) => this.onOutput(kind, payload));
+    stream.on('data', (chunk: Buffer) => demux.push(chunk));
+    const ended = () => {
+      if (this.stream !== stream) return;
+      this.alive = false;
+      const p = this.pending;
+      this.pending = undefined;
+      p?.reject(new ShellEndedError(p.output.text(), exitCode));
+    };
+    stream.on('end', ended);
+    stream.on('close', ended);
+    stream.on('error', ended);
+    stream.write(PRELUDE);
+    const r = await this.frame('builtin echo -n $$', 10_000);
+    this.shellPid = Number(r.output.text().trim());
+  }
+
+  /** Serialises commands: the shell is one terminal. */
+  run(command: string, options: ShellRunOptions): Promise<ExecResult> {
+    const job = this.queue.then(() => this.runNow(command, options));
+    this.queue = job.catch(() => undefined);
+    return job;
+  }
+
+  /** cwd and exported environment, for checkpoints. */
+  state(): Promise<{ cwd: string; env: Record<string, string> }> {
+    const job = this.queue.then(async () => {
+      await this.ensureStarted();
+      const r = await this.frame('__tbrl_state', 30_000, 64 * 1024 * 1024);
+      const parts = r.raw.toString('utf8').split('\0');
+      const cwd = parts[0];
+      const env: Record<string, string> = {};
+      for (const kv of parts.slice(1)) {
+        const eq = kv.indexOf('=');
+        if (eq > 0) env[kv.slice(0, eq)] = kv.slice(eq + 1);
+      }
+      return { cwd, env };
+    });
+    this.queue = job.catch(() => undefined);
+    return job;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.alive = false;
+    this.stream?.destroy();
+  }
+
+  private async runNow(command: string, options: ShellRunOptions): Promise<ExecResult> {
+    if (this.closed) throw new Error('sandbox is closed');
+    await this.ensureStarted();
+    const started = Date.now();
+    if (options.background) {
+      const log = `/tmp/tbrl-bg-${randomBytes(4).toString('hex')}.log`;
+      const r = await this.frame(`__tbrl_bg %NONCE% ${ansiCQuote(command)} ${ansiCQuote(log)}`, 10_000, options.maxOutputBytes, true);
+      const out = `${r.output.text()}[started in background: pid ${r.pid}, output in ${log}]\n`;
+      return { exitCode: 0, output: out, droppedBytes: 0, timedOut: false, durationMs: Date.now() - started };
+    }
+    const r = await this.frame(`__tbrl_run %NONCE% ${ansiCQuote(command)}`, options.timeoutMs, options.maxOutputBytes, true);
+    return {
+      exitCode: r.timedOut ? null : r.exitCode,
+      output: r.timedOut ? `${r.output.text()}\n[killed after ${options.timeoutMs} ms timeout${r.restarted ? '; the shell was restarted, exported variables were reset' : ''}]\n` : r.output.text(),
+      droppedBytes: r.output.droppedBytes,
+      timedOut: r.timedOut,
+      durationMs: Date.now() - started,
+    };
+  }
+
+  /**
+   * Sends one framed line and waits for its sentinel. `line` contains %NONCE% where the nonce goes
+   * (or is a raw command for internal use, framed by __tbrl_run).
+   */
+  private async frame(
+    line: string,
+    timeoutMs: number | undefined,
+    maxOutputBytes = 1024 * 1024,
+    wrapped = false,
+  ): Promise<{ exitCode: number; pid?: number; output: CappedOutput; raw: Buffer; timedOut: boolean; restarted: boolean }> {
+    const nonce = randomBytes(12).toString('hex');
+    const text = wrapped ? line.replace('%NONCE%', nonce) : `__tbrl_run ${nonce} ${ansiCQuote(line)}`;
+    const output = new CappedOutput(maxOutputBytes);
+    let rawCollector: Buffer[] | undefined;
+    if (!wrapped) {
+      rawCollector = [];
+      const push = output.push.bind(output);
+      output.push = (b: Buffer) => {
+        rawCollector!.push(Buffer.from(b));
+        push(b);
+      };
+    }
+    const done = new Promise<{ exitCode: number; pid?: number; cwd: string }>((resolve, reject) => {
+      this.pending = { nonce, marker: Buffer.from(`\n__TBRL_${nonce}__ `), output, carry: Buffer.alloc(0), resolve, reject };
+    });
+    // A timed-out command whose shell was restarted rejects later; nobody awaits it any more.
+    done.catch(() => undefined);
+    // Output printed by background jobs between commands shows up with the next command, as in a terminal.
+    const stray = this.stray;
+    this.stray = [];
+    for (const b of stray) this.onOutput('stdout', b);
+    const sentAt = Date.now();
+    this.stream!.write(`${text}\n`);
+
+    let timer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    let restarted = false;
+    const timeout = timeoutMs && timeoutMs > 0
+      ? new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), timeoutMs); })
+      : undefined;
+    try {
+      let outcome: Awaited<typeof done> | 'timeout' | 'stuck' = await (timeout ? Promise.race([done, timeout]) : done);
+      if (outcome === 'timeout') {
+        timedOut = true;
+        await this.killCommand(sentAt);
+        const grace = new Promise<'stuck'>((resolve) => { timer = setTimeout(() => resolve('stuck'), 3000); });
+        outcome = await Promise.race([done, grace]);
+        if (outcome === 'stuck') {
+          // The command is a shell builtin loop (nothing to kill but the shell itself): restart the shell.
+          restarted = true;
+          await this.restart();
+          outcome = { exitCode: 137, cwd: this.cwd ?? '/' };
+        }
+      }
+      const r = outcome as { exitCode: number; pid?: number; cwd: string };
+      this.cwd = r.cwd || this.cwd;
+      return { exitCode: r.exitCode, pid: r.pid, output, raw: rawCollector ? Buffer.concat(rawCollector) : Buffer.alloc(0), timedOut, restarted };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async killCommand(sentAt: number): Promise<void> {
+    try {
+      const up = await this.aux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'uptime']);
+      // Measured after the uptime answer, so the window reaches back at least to the command's start.
+      const elapsedMs = Date.now() - sentAt;
+      const nowTicks = Number(up.stdout.toString().trim());
+      // 100 ticks/s on Linux; the slack covers tick rounding between write() and fork().
+      const minTicks = Math.max(0, nowTicks - Math.ceil(elapsedMs / 10) - 5);
+      await this.aux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'children', String(this.shellPid), String(minTicks)]);
+    } catch {
+      // Killing is best effort (a fork bomb may leave no pid to exec with); the shell restart below still applies.
+    }
+  }
+
+  private async restart(): Promise<void> {
+    const old = this.stream;
+    const oldPid = this.shellPid;
+    const p = this.pending;
+    this.pending = undefined;
+    this.alive = false;
+    this.stream = undefined;
+    old?.destroy();
+    try {
+      if (oldPid) await this.aux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'tree', String(oldPid)]);
+    } catch {
+      /* best effort */
+    }
+    p?.reject(new Error('restarted'));
+    this.restarts++;
+    await this.ensureStarted();
+  }
+
+  private onOutput(kind: 'stdout' | 'stderr', payload: Buffer): void {
+    const p = this.pending;
+    if (!p) {
+      this.stray.push(Buffer.from(payload));
+      return;
+    }
+    if (kind === 'stderr') {
+      // Only the shell's own diagnostics arrive here (commands run with 2>&1); keep them visible.
+      p.output.push(payload);
+      return;
+    }
+    const buf = p.carry.length ? Buffer.concat([p.carry, payload]) : payload;
+    const at = buf.indexOf(p.marker);
+    if (at < 0) {
+      const keep = Math.min(buf.length, p.marker.length - 1);
+      p.output.push(buf.subarray(0, buf.length - keep));
+      p.carry = Buffer.from(buf.subarray(buf.length - keep));
+      return;
+    }
+    p.output.push(buf.subarray(0, at));
+    const rest = buf.subarray(at + p.marker.length);
+    const nl = rest.indexOf(0x0a);
+    if (nl < 0) {
+      p.carry = Buffer.from(buf.subarray(at));
+      return;
+    }
+    const fields = rest.subarray(0, nl).toString('utf8');
+    const sp1 = fields.indexOf(' ');
+    const sp2 = fields.indexOf(' ', sp1 + 1);
+    const exitCode = Number(fields.slice(0, sp1));
+    const pidField = fields.slice(sp1 + 1, sp2);
+    const cwd = fields.slice(sp2 + 1);
+    const after = rest.subarray(nl + 1);
+    if (after.length) this.stray.push(Buffer.from(after));
+    this.pending = undefined;
+    p.resolve({ exitCode, pid: pidField === '-' ? undefined : Number(pidField), cwd });
+  }
+}
