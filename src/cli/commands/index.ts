@@ -1,7 +1,13 @@
 import type { CliCommand } from '../command';
 import { exportLabelsCommand } from './export-labels';
+import { graphCommand } from './graph';
+import { creditCommand } from './credit';
+import { replayCommand } from './replay';
 
 /** Every `tbrl` sub-command. Adding one is one file and one line here. */
 export const commands: CliCommand[] = [
   exportLabelsCommand,
+  graphCommand,
+  creditCommand,
+  replayCommand,
 ];
