@@ -130,6 +130,7 @@ export function computeDepgpo(input: DepgpoInput): DepgpoResult {
     factors: factors.factors,
     z: factors.z,
     ...(factors.fallback ? { fallback: factors.fallback } : {}),
+    traced: !unusable,
     warnings,
     sinkFiles: reach.sinkFiles,
     sinkPorts,

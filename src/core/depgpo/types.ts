@@ -71,6 +71,8 @@ export interface DepgpoResult {
   /** Token-weighted mean of f (1 on fallback). */
   z: number;
   fallback?: string;
+  /** False when the fallback is for lack of a usable trace (not because all scores came out equal). */
+  traced: boolean;
   /** Inconsistencies in the traces that were repaired conservatively (never fatal). */
   warnings: string[];
   /** Per command: E files in which lines it wrote are still present at verification (direct sink edges). */
