@@ -1,6 +1,6 @@
 import { chmod, cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { Document, Scalar } from 'yaml';
+import { Document, Scalar, parse as parseYaml } from 'yaml';
 import type * as SmolToml from 'smol-toml' with { 'resolution-mode': 'import' };
 import { TbrlError } from '../errors';
 import type { Task } from './model';
@@ -69,11 +69,10 @@ async function writeExecutable(path: string, content: string | Buffer): Promise<
 
 // ---------------------------------------------------------------- Terminal-Bench 1.x
 
-async function writeTerminalBench(task: Task, dir: string, warnings: string[]): Promise<void> {
-  const fromHarbor = task.format === 'harbor';
+/** task.yaml text for a task (Terminal-Bench 1.x field names and order; unmodelled fields after). */
+export function renderTaskYaml(task: Task, warnings: string[] = []): string {
   const metadata = metadataOf(task);
   const taskToml = taskTomlOf(task);
-
   const yaml: Record<string, unknown> = { instruction: task.instruction };
   if (task.author?.name !== undefined) yaml.author_name = task.author.name;
   if (task.author?.email !== undefined) yaml.author_email = task.author.email;
@@ -101,7 +100,13 @@ async function writeTerminalBench(task: Task, dir: string, warnings: string[]): 
     const node = doc.get(key, true);
     if (node instanceof Scalar) node.minFractionDigits = 1;
   }
-  await writeFile(join(dir, TB_TASK_FILE), doc.toString({ lineWidth: 0 }));
+  return doc.toString({ lineWidth: 0 });
+}
+
+async function writeTerminalBench(task: Task, dir: string, warnings: string[]): Promise<void> {
+  const fromHarbor = task.format === 'harbor';
+
+  await writeFile(join(dir, TB_TASK_FILE), renderTaskYaml(task, warnings));
 
   // Environment: Terminal-Bench builds from the task root.
   if ('image' in task.environment) {
@@ -168,6 +173,15 @@ async function writeTerminalBench(task: Task, dir: string, warnings: string[]): 
   }
 }
 
+function composeServices(text: string): string[] {
+  try {
+    const services: unknown = (parseYaml(text) as { services?: unknown } | null)?.services;
+    return isPlainObject(services) ? Object.keys(services) : [];
+  } catch {
+    return [];
+  }
+}
+
 function describeStash(toml: Record<string, unknown>): string {
   const keys: string[] = [];
   for (const [k, v] of Object.entries(toml)) {
@@ -200,7 +214,8 @@ function solutionYaml(task: Task): string {
 
 // ---------------------------------------------------------------- Harbor
 
-async function writeHarbor(task: Task, dir: string, warnings: string[]): Promise<void> {
+/** task.toml text for a task (Harbor tables; unmodelled fields kept where they were). */
+export function renderTaskToml(task: Task, warnings: string[] = []): string {
   const fromTb = task.format !== 'harbor';
   const metadata = { ...metadataOf(task) };
   const stash = taskTomlOf(task);
@@ -246,7 +261,12 @@ async function writeHarbor(task: Task, dir: string, warnings: string[]): Promise
   if ('image' in task.environment) environment.docker_image = task.environment.image;
   if (Object.keys(environment).length > 0) toml.environment = environment;
   for (const [k, v] of Object.entries(stash)) if (isPlainObject(v) && !(k in toml)) toml[k] = v;
-  await writeFile(join(dir, HARBOR_TASK_FILE), stringifyToml(toml) + '\n');
+  return stringifyToml(toml) + '\n';
+}
+
+async function writeHarbor(task: Task, dir: string, warnings: string[]): Promise<void> {
+  const fromTb = task.format !== 'harbor';
+  await writeFile(join(dir, HARBOR_TASK_FILE), renderTaskToml(task, warnings));
   await writeFile(join(dir, HARBOR_INSTRUCTION_FILE), task.instruction.endsWith('\n') ? task.instruction : `${task.instruction}\n`);
 
   // Environment: Harbor builds from environment/.
@@ -268,8 +288,7 @@ async function writeHarbor(task: Task, dir: string, warnings: string[]): Promise
   const compose = join(task.dir, 'docker-compose.yaml');
   if (fromTb && (await exists(compose))) {
     await cp(compose, join(envOut, TB_COMPOSE_IN_HARBOR));
-    const text = await readFile(compose, 'utf8');
-    if (/^\s{2}(?!client:)[A-Za-z0-9_-]+:\s*$/m.test(text.replace(/^services:\n/m, ''))) {
+    if (composeServices(await readFile(compose, 'utf8')).some((name) => name !== 'client')) {
       warnings.push('docker-compose.yaml defines services besides client; Harbor runs one container from environment/Dockerfile (the file is kept as environment/tb-docker-compose.yaml).');
     }
   }
@@ -283,7 +302,10 @@ async function writeHarbor(task: Task, dir: string, warnings: string[]): Promise
   } else if (fromTb) {
     await copyEntries(task.tests.dir, testsOut, new Set([WEIGHTS_FILE]));
     await writeExecutable(join(testsOut, TB_RUNNER_IN_HARBOR), await readRunner(task));
-    await writeExecutable(join(testsOut, 'test.sh'), tbWrapperTestSh());
+    await writeExecutable(
+      join(testsOut, 'test.sh'),
+      weightedRewardTestSh(`bash "$TEST_DIR/${TB_RUNNER_IN_HARBOR}"`, `${FROM_TB_MARKER}: runs the original run-tests.sh (kept as ${TB_RUNNER_IN_HARBOR}) and writes Harbor's reward.`),
+    );
   } else {
     await copyEntries(task.tests.dir, testsOut, new Set([WEIGHTS_FILE]));
   }
@@ -307,17 +329,17 @@ async function writeHarbor(task: Task, dir: string, warnings: string[]): Promise
 }
 
 /**
- * Harbor's verifier contract is a reward file. This wrapper runs the Terminal-Bench run-tests.sh and
- * turns its pytest summary into the weighted score of test_weights.json (or pass/fail without it).
+ * Harbor's verifier contract is a reward file. This test.sh runs a pytest command (printing its -rA
+ * summary) and turns the summary into the weighted score of test_weights.json (or pass/fail without it).
  */
-function tbWrapperTestSh(): string {
+export function weightedRewardTestSh(command: string, comment: string): string {
   return [
     '#!/bin/bash',
-    `# ${FROM_TB_MARKER}: runs the original run-tests.sh (kept as ${TB_RUNNER_IN_HARBOR}) and writes Harbor's reward.`,
+    `# ${comment}`,
     'mkdir -p /logs/verifier',
     'export TEST_DIR="${TEST_DIR:-/tests}"',
     'log=$(mktemp)',
-    `bash "$TEST_DIR/${TB_RUNNER_IN_HARBOR}" 2>&1 | tee "$log"`,
+    `${command} 2>&1 | tee "$log"`,
     'status=${PIPESTATUS[0]}',
     'python3 - "$log" "$TEST_DIR/test_weights.json" "$status" > /logs/verifier/reward.txt <<\'PY\' || { [ "$status" -eq 0 ] && echo 1 || echo 0; } > /logs/verifier/reward.txt',
     'import json, os, re, sys',
