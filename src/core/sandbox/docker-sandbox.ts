@@ -69,8 +69,9 @@ export class DockerSandbox implements Sandbox {
     if (argv.length === 0) throw new SandboxFileError('execArgv', 'empty argv: pass the program and its arguments, e.g. ["pytest", "-q"]');
     const started = Date.now();
     const output = new CappedOutput(options.maxOutputBytes ?? this.limits.maxOutputBytes);
-    // `echo $$; exec` tells us the program's pid inside the container, so a timeout can kill its tree.
-    const cmd = ['/bin/sh', '-c', 'echo $$; exec "$@"', 'tbrl-exec', ...argv];
+    // `echo $$; exec` tells us the program's pid inside the container, so a timeout can kill its tree;
+    // 2>&1 keeps stdout and stderr in the order the program wrote them, as a terminal shows them.
+    const cmd = ['/bin/sh', '-c', 'echo $$; exec "$@" 2>&1', 'tbrl-exec', ...argv];
     return this.guard('running a program', async () => {
       const exec = await this.container.exec({
         Cmd: cmd,

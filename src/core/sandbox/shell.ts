@@ -44,6 +44,8 @@ const PRELUDE = [
   '',
 ].join('\n');
 
+const STRAY_LIMIT = 64 * 1024;
+
 interface Pending {
   nonce: string;
   marker: Buffer;
@@ -61,6 +63,7 @@ export class PersistentShell {
   private stream?: Duplex;
   private pending?: Pending;
   private stray: Buffer[] = [];
+  private strayBytes = 0;
   private queue: Promise<unknown> = Promise.resolve();
   private shellPid = 0;
   private alive = false;
@@ -186,6 +189,7 @@ export class PersistentShell {
     // Output printed by background jobs between commands shows up with the next command, as in a terminal.
     const stray = this.stray;
     this.stray = [];
+    this.strayBytes = 0;
     for (const b of stray) this.onOutput('stdout', b);
     const sentAt = Date.now();
     this.stream!.write(`${text}\n`);
@@ -250,10 +254,17 @@ export class PersistentShell {
     await this.ensureStarted();
   }
 
+  /** Background output between commands; only the latest bytes are kept so a chatty job cannot grow memory. */
+  private pushStray(payload: Buffer): void {
+    this.stray.push(Buffer.from(payload));
+    this.strayBytes += payload.length;
+    while (this.strayBytes > STRAY_LIMIT && this.stray.length > 1) this.strayBytes -= this.stray.shift()!.length;
+  }
+
   private onOutput(kind: 'stdout' | 'stderr', payload: Buffer): void {
     const p = this.pending;
     if (!p) {
-      this.stray.push(Buffer.from(payload));
+      this.pushStray(payload);
       return;
     }
     if (kind === 'stderr') {
@@ -283,7 +294,7 @@ export class PersistentShell {
     const pidField = fields.slice(sp1 + 1, sp2);
     const cwd = fields.slice(sp2 + 1);
     const after = rest.subarray(nl + 1);
-    if (after.length) this.stray.push(Buffer.from(after));
+    if (after.length) this.pushStray(after);
     this.pending = undefined;
     p.resolve({ exitCode, pid: pidField === '-' ? undefined : Number(pidField), cwd });
   }
