@@ -3,6 +3,7 @@ import { exportLabelsCommand } from './export-labels';
 import { graphCommand } from './graph';
 import { creditCommand } from './credit';
 import { replayCommand } from './replay';
+import { judgeEvalCommand } from './judge-eval';
 
 /** Every `tbrl` sub-command. Adding one is one file and one line here. */
 export const commands: CliCommand[] = [
@@ -10,4 +11,5 @@ export const commands: CliCommand[] = [
   graphCommand,
   creditCommand,
   replayCommand,
+  judgeEvalCommand,
 ];
