@@ -4,7 +4,7 @@ import { TbrlError } from '../errors';
 import type { ChatMessage } from '../model/types';
 
 export const VERIFIER_PROMPT_VERSION = 'v1';
-export type PromptKind = 'listwise' | 'pointwise' | 'pairwise' | 'decision';
+export type PromptKind = 'listwise' | 'pointwise' | 'pairwise' | 'decision' | 'trajectory';
 
 const SPLIT = /^===USER===$/m;
 const cache = new Map<string, { system: string; user: string }>();
