@@ -1,0 +1,236 @@
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { errorMessage } from '../errors';
+import type { Sandbox, SandboxProvider } from '../sandbox/types';
+import { runTests, TASK_ERROR_KINDS, type TestRunResult } from '../reward/tests';
+import { oracleTurns } from '../agent/oracle';
+import type { Task } from './model';
+import { loadTask } from './load';
+import { staticCheckTask, type Finding } from './static-checks';
+
+/**
+ * `tbrl validate`: a task is valid when its static checks pass, its image builds, the reference
+ * solution scores 1 and an agent that does nothing scores below 1. An empty agent that earns
+ * anything at all is reported, because those tests reward doing nothing.
+ */
+
+export type StageStatus = 'passed' | 'failed' | 'skipped';
+
+export interface ScoredStage {
+  status: StageStatus;
+  /** Weighted test score in [0, 1]; undefined when the tests could not be scored. */
+  score?: number;
+  /** Why the stage failed or could not be scored. */
+  message?: string;
+  durationMs?: number;
+  /** The last part of the test output when something went wrong. */
+  logTail?: string;
+}
+
+export interface TaskValidation {
+  /** The path as given. */
+  path: string;
+  id?: string;
+  format?: Task['format'];
+  valid: boolean;
+  load: { status: StageStatus; message?: string };
+  static: { status: StageStatus; findings: Finding[] };
+  build: { status: StageStatus; message?: string; image?: string; substitutedFrom?: string; durationMs?: number };
+  oracle: ScoredStage;
+  empty: ScoredStage;
+  /** One line per problem, errors first: what a table's "problems" column shows. */
+  problems: string[];
+  warnings: string[];
+  durationMs: number;
+}
+
+export type ValidationProgress =
+  | { type: 'start'; path: string; index: number; total: number }
+  | { type: 'stage'; path: string; stage: 'load' | 'static' | 'build' | 'oracle' | 'empty'; message: string }
+  | { type: 'done'; path: string; result: TaskValidation; completed: number; total: number };
+
+export interface ValidateOptions {
+  /** Tasks validated at once (each holds up to one container at a time). Default 2. */
+  concurrency?: number;
+  /** Static checks only: no Docker. */
+  staticOnly?: boolean;
+  /** Sandbox provider; required unless staticOnly. */
+  provider?: SandboxProvider;
+  onProgress?: (event: ValidationProgress) => void;
+  signal?: AbortSignal;
+}
+
+export async function validateTasks(paths: string[], options: ValidateOptions): Promise<TaskValidation[]> {
+  const concurrency = Math.max(1, Math.floor(options.concurrency ?? 2));
+  const results: TaskValidation[] = new Array(paths.length);
+  let next = 0;
+  let completed = 0;
+  const worker = async () => {
+    while (next < paths.length) {
+      const index = next++;
+      options.onProgress?.({ type: 'start', path: paths[index], index, total: paths.length });
+      results[index] = await validateTask(paths[index], options);
+      completed++;
+      options.onProgress?.({ type: 'done', path: paths[index], result: results[index], completed, total: paths.length });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, paths.length) }, worker));
+  return results;
+}
+
+const skipped = (message?: string): ScoredStage => ({ status: 'skipped', ...(message ? { message } : {}) });
+
+export async function validateTask(path: string, options: ValidateOptions): Promise<TaskValidation> {
+  const started = Date.now();
+  const stage = (s: 'load' | 'static' | 'build' | 'oracle' | 'empty', message: string) => options.onProgress?.({ type: 'stage', path, stage: s, message });
+  const result: TaskValidation = {
+    path,
+    valid: false,
+    load: { status: 'skipped' },
+    static: { status: 'skipped', findings: [] },
+    build: { status: 'skipped' },
+    oracle: skipped(),
+    empty: skipped(),
+    problems: [],
+    warnings: [],
+    durationMs: 0,
+  };
+  const finish = () => {
+    result.valid =
+      result.load.status === 'passed' &&
+      result.static.status === 'passed' &&
+      (options.staticOnly || (result.build.status === 'passed' && result.oracle.status === 'passed' && result.empty.status === 'passed'));
+    result.durationMs = Date.now() - started;
+    return result;
+  };
+
+  stage('load', 'loading');
+  let task: Task;
+  try {
+    task = await loadTask(path);
+    result.load = { status: 'passed' };
+    result.id = task.id;
+    result.format = task.format;
+  } catch (err) {
+    result.load = { status: 'failed', message: errorMessage(err) };
+    result.problems.push(`load: ${errorMessage(err).split('\n')[0]}`);
+    return finish();
+  }
+
+  stage('static', 'static checks');
+  const findings = await staticCheckTask(task);
+  result.static = { status: findings.some((f) => f.severity === 'error') ? 'failed' : 'passed', findings };
+  for (const f of findings) (f.severity === 'error' ? result.problems : result.warnings).push(`${f.check}: ${f.message}`);
+  if (options.staticOnly) return finish();
+  if (!options.provider) throw new Error('validateTask needs a sandbox provider unless staticOnly is set');
+
+  // The oracle: the reference solution in a fresh container, then the tests.
+  if (!task.solution) {
+    result.oracle = { status: 'failed', message: 'the task has no reference solution (solution.sh, solution.yaml or solution/solve.sh)' };
+    result.problems.push(`oracle: ${result.oracle.message}`);
+  } else {
+    stage('build', 'building the image');
+    const oracle = await withSandbox(task, options, result, async (sandbox) => {
+      stage('oracle', 'running the reference solution');
+      const ran = await runSolution(task, sandbox);
+      if (ran.error) return { run: undefined, error: ran.error };
+      return { run: await runTests({ task, sandbox }) };
+    });
+    if (oracle) result.oracle = scoreStage(oracle, (score) => score >= 1, 'the reference solution must score 1');
+    if (result.oracle.status === 'failed') result.problems.push(`oracle: ${result.oracle.message}`);
+  }
+
+  // The empty agent: a fresh container straight into the tests.
+  if (result.build.status !== 'failed') {
+    if (result.build.status === 'skipped') stage('build', 'building the image');
+    stage('empty', 'running the tests on an untouched container');
+    const empty = await withSandbox(task, options, result, async (sandbox) => ({ run: await runTests({ task, sandbox }) }));
+    if (empty) {
+      result.empty = scoreStage(empty, (score) => score < 1, 'an agent that does nothing scores 1: the tests do not check the work', true);
+      if (result.empty.status === 'failed') result.problems.push(`empty agent: ${result.empty.message}`);
+      else if ((result.empty.score ?? 0) > 0) {
+        result.warnings.push(`empty agent: scores ${result.empty.score} without doing anything; some tests pass on the untouched container.`);
+      }
+    }
+  }
+  return finish();
+}
+
+type StageRun = { run?: TestRunResult; error?: string };
+
+/** Create a container from the task image (recording the build), run `body`, always close it. */
+async function withSandbox(task: Task, options: ValidateOptions, result: TaskValidation, body: (sandbox: Sandbox) => Promise<StageRun>): Promise<StageRun | undefined> {
+  const runId = `validate-${task.id.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 40)}-${randomBytes(3).toString('hex')}`;
+  const buildStarted = Date.now();
+  let sandbox: Sandbox;
+  try {
+    sandbox = await options.provider!.create({
+      image: 'image' in task.environment ? { kind: 'image', image: task.environment.image } : { kind: 'dockerfile', context: task.environment.context, dockerfile: task.environment.dockerfile },
+      runId,
+      network: task.allowInternet,
+      signal: options.signal,
+    });
+  } catch (err) {
+    result.build = { status: 'failed', message: errorMessage(err), durationMs: Date.now() - buildStarted };
+    result.problems.push(`build: ${errorMessage(err).split('\n')[0]}`);
+    return undefined;
+  }
+  if (result.build.status !== 'passed') {
+    result.build = { status: 'passed', image: sandbox.info.image, substitutedFrom: sandbox.info.substitutedFrom, durationMs: Date.now() - buildStarted };
+  }
+  try {
+    return await body(sandbox);
+  } catch (err) {
+    return { error: errorMessage(err) };
+  } finally {
+    await sandbox.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Runs the reference solution the way Terminal-Bench's oracle agent does (the script in the task
+ * image's working directory, bounded by the agent timeout). solution.yaml commands run one by one in
+ * the persistent shell, as typed keystrokes would.
+ */
+async function runSolution(task: Task, sandbox: Sandbox): Promise<{ error?: string }> {
+  const timeoutMs = Math.round(task.agentTimeoutSec * 1000);
+  const solution = task.solution!;
+  if (solution.kind === 'commands') {
+    // oracleTurns validates the commands the same way the oracle policy will run them.
+    oracleTurns(task);
+    for (const command of solution.commands) {
+      const r = await sandbox.exec(command, { timeoutMs });
+      if (r.timedOut) return { error: `solution.yaml command timed out after ${task.agentTimeoutSec}s: ${command.slice(0, 80)}` };
+    }
+    return {};
+  }
+  const script = await readFile(solution.path);
+  const target = '/tmp/tbrl-oracle-solution.sh';
+  await sandbox.writeFile(target, script, 0o755);
+  const r = await sandbox.exec(`bash ${target}; __s=$?; rm -f ${target}; (exit $__s)`, { timeoutMs });
+  if (r.timedOut) return { error: `the reference solution did not finish within the agent timeout (${task.agentTimeoutSec}s)` };
+  if (r.exitCode !== 0) return { error: `the reference solution exited with ${r.exitCode}:\n${r.output.slice(-1500)}` };
+  return {};
+}
+
+function scoreStage(stageRun: StageRun, pass: (score: number) => boolean, failMessage: string, emptyAgent = false): ScoredStage {
+  if (stageRun.error) return { status: 'failed', message: stageRun.error };
+  const run = stageRun.run!;
+  const base = { durationMs: run.durationMs };
+  if (run.error) {
+    // An untouched container often makes the test runner fail outright: for the empty agent that is
+    // a score of 0, unless the task or harness itself is broken.
+    if (emptyAgent && !TASK_ERROR_KINDS.includes(run.error.kind)) return { ...base, status: 'passed', score: 0, message: `tests could not score the empty container (${run.error.kind}): counted as 0` };
+    return { ...base, status: 'failed', message: `${run.error.kind}: ${run.error.message}`, logTail: run.error.logTail };
+  }
+  const score = run.tests ?? 0;
+  if (pass(score)) return { ...base, status: 'passed', score };
+  const failedTests = (run.outcomes ?? []).filter((o) => o.status !== 'passed').map((o) => o.name);
+  return {
+    ...base,
+    status: 'failed',
+    score,
+    message: `${failMessage} (score ${score}${!emptyAgent && failedTests.length ? `; not passed: ${failedTests.slice(0, 6).join(', ')}` : ''})`,
+    logTail: run.log.slice(-2000),
+  };
+}
