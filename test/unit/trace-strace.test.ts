@@ -68,7 +68,7 @@ test('sed -i style temp file + rename over the original writes only the original
 10 openat(AT_FDCWD, "f.txt", O_RDONLY) = 3
 10 rename("./sedAbC", "f.txt") = 0
 `, parser), parser);
-  assert.deepEqual(raw.reads.sort(), ['/w/f.txt', '/w/sedAbC']);
+  assert.deepEqual(raw.reads, ['/w/f.txt'], 'the temp file was created by this command: opening it O_RDWR reads nothing');
   assert.deepEqual(raw.written.sort(), ['/w/f.txt', '/w/sedAbC']);
   assert.deepEqual(raw.removed, [], 'sedAbC was created and renamed in the same window: the tracer will find it missing and skip it');
 });

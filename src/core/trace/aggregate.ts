@@ -66,6 +66,7 @@ export function aggregate(events: readonly TraceEvent[], ctx: AggregateContext):
   const spawned: number[] = [];
   const spawnedSet = new Set<number>();
   const exited = new Set<number>();
+  const createdHere = new Set<string>();
   for (const ev of events) {
     switch (ev.kind) {
       case 'open': {
@@ -78,6 +79,8 @@ export function aggregate(events: readonly TraceEvent[], ctx: AggregateContext):
         if (ev.write || ev.create || ev.truncate) {
           if (!isNoiseWrite(ev.path)) written.add(ev.path);
         }
+        // O_CREAT|O_EXCL succeeded: the file is new, so opening it O_RDWR reads nothing from before.
+        if (ev.exclusive) createdHere.add(ev.path);
         if (ev.read && !isNoiseRead(ev.path, ctx.writtenBefore)) reads.add(ev.path);
         break;
       }
@@ -96,7 +99,8 @@ export function aggregate(events: readonly TraceEvent[], ctx: AggregateContext):
         exited.add(ev.pid);
         break;
       case 'socket':
-        if (ev.port === 0) continue;
+        // Name resolution (port 53) is the resolver's business, not a dependency between commands.
+        if (ev.port === 0 || ev.port === 53) continue;
         if (ev.op === 'connect') probed.add(ev.port);
         if (ev.ok) ports.add(ev.port);
         break;
@@ -119,6 +123,7 @@ export function aggregate(events: readonly TraceEvent[], ctx: AggregateContext):
         break;
     }
   }
+  for (const p of createdHere) reads.delete(p);
   // A path renamed away and later recreated (sed -i's temp files, editors' save) ends up written.
   for (const p of written) removed.delete(p);
   const outlived = spawned

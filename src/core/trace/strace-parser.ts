@@ -8,7 +8,7 @@ import * as posixPath from 'node:path/posix';
  */
 
 export type TraceEvent =
-  | { kind: 'open'; pid: number; path: string; read: boolean; write: boolean; create: boolean; truncate: boolean; directory: boolean; ok: boolean }
+  | { kind: 'open'; pid: number; path: string; read: boolean; write: boolean; create: boolean; exclusive: boolean; truncate: boolean; directory: boolean; ok: boolean }
   | { kind: 'exec'; pid: number; path: string; ok: boolean }
   | { kind: 'spawn'; pid: number; child: number; thread: boolean }
   | { kind: 'exit'; pid: number }
@@ -136,7 +136,7 @@ export class StraceParser {
         const read = !/O_WRONLY/.test(flags);
         return [{
           kind: 'open', pid, path: stripDeleted(path), read, write,
-          create: /O_CREAT/.test(flags), truncate: /O_TRUNC/.test(flags), directory: /O_DIRECTORY/.test(flags) || /O_PATH/.test(flags), ok,
+          create: /O_CREAT/.test(flags), exclusive: /O_CREAT/.test(flags) && /O_EXCL/.test(flags), truncate: /O_TRUNC/.test(flags), directory: /O_DIRECTORY/.test(flags) || /O_PATH/.test(flags), ok,
         }];
       }
       case 'execve':

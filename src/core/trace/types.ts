@@ -35,6 +35,10 @@ export interface CommandTrace {
   processes: string[];
   /** Set when the trace for this command is partial or missing and why. */
   incomplete?: string;
+  /** Ports the command tried to connect to, refused or not (what a verifier "probes"). */
+  probedPorts?: number[];
+  /** Processes it inspected that it did not start: /proc/<pid> reads, signals incl. kill -0 ("pid:comm"). */
+  inspectedProcesses?: string[];
 }
 
 /** What the verifier (the test run) inspected: DepGPO's resource set E, before removing files it wrote itself. */

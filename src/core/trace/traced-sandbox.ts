@@ -1,0 +1,240 @@
+import { posix } from 'node:path';
+import type { Readable } from 'node:stream';
+import type Docker from 'dockerode';
+import { connectDocker } from '../sandbox/docker-client';
+import type { Checkpoint, ExecOptions, ExecResult, Sandbox, SandboxInfo } from '../sandbox/types';
+import { aggregate } from './aggregate';
+import { StraceHelper, TracerUnavailable } from './helper';
+import { FileHistory } from './file-history';
+import { RotatingLog } from './rotating-log';
+import { markPath } from './strace-parser';
+import { extractStdoutValues } from './stdout-values';
+import { resolveWrites } from './writes';
+import type { CommandTrace, VerifierTrace } from './types';
+import { TraceWindows } from './windows';
+
+export interface TracedSandboxOptions {
+  /** Docker client; defaults to DOCKER_HOST or /var/run/docker.sock like the sandbox. */
+  docker?: Docker;
+  /** Helper image with strace (default tbrl-standin/tracer:latest). */
+  tracerImage?: string;
+  /** Keep the raw strace output here (host path), rotated so it never exceeds `maxLogBytes`. */
+  logPath?: string;
+  maxLogBytes?: number;
+  /** Events kept per command; beyond it the trace is marked incomplete. */
+  maxEventsPerCommand?: number;
+  /** Written files diffed per command; beyond it the rest are listed as not diffed. */
+  maxFilesPerCommand?: number;
+  /** How long to wait for a command's end marker to come through the trace stream. */
+  endMarkTimeoutMs?: number;
+  /** After a command that left processes running, follow them until quiet for quietMs (at most maxMs). */
+  settle?: { quietMs: number; maxMs: number } | false;
+  /** Off: pass everything through and report tracing as disabled. */
+  enabled?: boolean;
+}
+
+export type TracingStatus = SandboxInfo['tracing'];
+
+export interface TracedSandbox extends Sandbox {
+  readonly tracing: TracingStatus;
+  /** Runs the verifier (the test run) traced, returning what it inspected: DepGPO's E before removing its own writes. */
+  traceVerifier(command: string, options?: ExecOptions): Promise<{ result: ExecResult; verifier?: VerifierTrace }>;
+}
+
+const METHOD = 'strace via helper container (--pid=container, SYS_PTRACE)';
+
+/**
+ * Wraps a sandbox so `exec(cmd, { trace: true })` returns `ExecResult.trace`. Tracing runs in a
+ * helper container (the task image needs no strace). When it cannot start, the returned sandbox
+ * still works, untraced, and `info.tracing` says why, for the trajectory header.
+ */
+export async function createTracedSandbox(inner: Sandbox, options: TracedSandboxOptions = {}): Promise<TracedSandbox> {
+  if (options.enabled === false) return new Traced(inner, undefined, { available: false, reason: 'tracing disabled by configuration' });
+  const docker = options.docker ?? connectDocker().docker;
+  let helper: StraceHelper | undefined;
+  try {
+    helper = await StraceHelper.start(docker, inner.info.containerId, { image: options.tracerImage });
+    const engine = await TraceEngine.start(inner, helper, docker, options);
+    return new Traced(inner, engine, { available: true, method: METHOD });
+  } catch (err) {
+    await helper?.remove();
+    const reason = err instanceof TracerUnavailable ? err.reason : `tracer failed to start: ${(err as Error).message}`;
+    return new Traced(inner, undefined, { available: false, method: METHOD, reason });
+  }
+}
+
+/** Pure: what a traced verifier run inspected, in the shape DepGPO's E is built from. */
+export function toVerifierTrace(trace: CommandTrace): VerifierTrace {
+  return {
+    reads: [...trace.reads],
+    writes: trace.writes.map((w) => w.path),
+    ports: [...new Set([...(trace.probedPorts ?? []), ...trace.ports])],
+    processes: [...(trace.inspectedProcesses ?? [])],
+  };
+}
+
+class TraceEngine {
+  private seq = 0;
+  private readonly writtenBefore = new Set<string>();
+
+  private constructor(
+    private readonly inner: Sandbox,
+    private readonly helper: StraceHelper,
+    private windows: TraceWindows,
+    readonly history: FileHistory,
+    private readonly log: RotatingLog | undefined,
+    private readonly options: TracedSandboxOptions,
+  ) {}
+
+  static async start(inner: Sandbox, helper: StraceHelper, docker: Docker, options: TracedSandboxOptions): Promise<TraceEngine> {
+    const log = options.logPath ? new RotatingLog(options.logPath, options.maxLogBytes ?? 32 * 1024 * 1024) : undefined;
+    const history = new FileHistory(docker, inner.info.image, (p) => inner.getArchive(p), helper.container.id);
+    const engine = new TraceEngine(inner, helper, new TraceWindows(0, '/', 0), history, log, options);
+    await engine.attachToShell();
+    return engine;
+  }
+
+  get shellPid(): number {
+    return this.helper.tracedPid ?? 0;
+  }
+
+  /** Asks the shell for its pid (as seen in the shared PID namespace) and cwd, and attaches strace to it. */
+  private async attachToShell(): Promise<void> {
+    const r = await this.inner.exec('builtin printf "%s %s" "$$" "$PWD"', { timeoutMs: 10_000 });
+    const m = /^(\d+) (.*)$/s.exec(r.output.trim());
+    if (!m) throw new TracerUnavailable(`the shell did not report its pid (got ${JSON.stringify(r.output.slice(0, 80))})`);
+    const pid = Number(m[1]);
+    const windows = new TraceWindows(pid, m[2], this.options.maxEventsPerCommand ?? 200_000, this.log);
+    await this.helper.attach(pid, (line) => windows.onLine(line));
+    this.windows = windows;
+  }
+
+  async exec(command: string, options: ExecOptions): Promise<ExecResult> {
+    const n = ++this.seq;
+    const notes: string[] = [];
+    let pid = await this.mark(n, 'begin');
+    if (pid !== this.shellPid) {
+      // The shell was restarted (e.g. after a timeout): follow the new one.
+      await this.attachToShell();
+      pid = await this.mark(n, 'begin');
+    }
+    const result = await this.inner.exec(command, options);
+    const endPid = await this.mark(n, 'end');
+    let window = endPid === pid ? await this.windows.waitForEnd(n, this.options.endMarkTimeoutMs ?? 10_000) : undefined;
+    if (endPid !== pid) notes.push('the shell was restarted during the command (timeout); its trace is lost');
+    else if (!window) notes.push('the end of the command never appeared in the trace');
+    if (window?.dropped) notes.push(`${window.dropped} syscall events beyond the per-command cap were dropped`);
+    window ??= { n, events: [], dropped: 0 };
+
+    const parser = this.windows.parser;
+    const ctx = { writtenBefore: this.writtenBefore, shellPid: pid, commOf: (p: number) => parser.commOf(p) };
+    let raw = aggregate(window.events, ctx);
+    const settle = this.options.settle ?? { quietMs: 150, maxMs: 1500 };
+    if (settle && raw.outlived.length > 0) {
+      const pids = raw.outlived.map((s) => Number(s.split(':')[0]));
+      const late = await this.windows.settle(pids, settle.quietMs, settle.maxMs);
+      if (late.length) raw = aggregate([...window.events, ...late], ctx);
+    }
+
+    const files = await resolveWrites(
+      [...raw.written, ...raw.removed],
+      (p) => this.history.after(p),
+      (p) => this.history.before(p),
+      this.options.maxFilesPerCommand ?? 256,
+      (p, content) => this.history.remember(p, content),
+    );
+    notes.push(...files.notes);
+    for (const w of files.writes) this.writtenBefore.add(w.path);
+    for (const p of raw.written) this.writtenBefore.add(p);
+
+    const trace: CommandTrace = {
+      reads: raw.reads,
+      writes: files.writes,
+      stdoutValues: extractStdoutValues(result.output),
+      ports: raw.ports,
+      processes: raw.outlived,
+      probedPorts: raw.probed,
+      inspectedProcesses: raw.inspectedPids.map((p) => `${p}:${parser.commOf(p) ?? '?'}`),
+    };
+    if (notes.length) trace.incomplete = notes.join('; ');
+    return { ...result, trace };
+  }
+
+  /** A marker the trace can be cut at: the shell opens a path that does not exist. Returns the shell's pid. */
+  private async mark(n: number, phase: 'begin' | 'end'): Promise<number> {
+    const r = await this.inner.exec(`: 2>/dev/null <${markPath(n, phase)}; builtin printf %s "$$"`, { timeoutMs: 10_000 });
+    return Number(r.output.trim());
+  }
+
+  shellCwd(): string | undefined {
+    return this.shellPid ? this.windows.parser.cwdOf(this.shellPid) : undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.helper.remove();
+    await this.history.close();
+    this.log?.close();
+  }
+}
+
+class Traced implements TracedSandbox {
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly inner: Sandbox,
+    private readonly engine: TraceEngine | undefined,
+    readonly tracing: TracingStatus,
+  ) {}
+
+  get info(): SandboxInfo {
+    return { ...this.inner.info, tracing: this.tracing };
+  }
+
+  exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    // Marker, command and marker must not interleave with another caller's command.
+    const job = this.queue.then(() => (options.trace && this.engine ? this.engine.exec(command, options) : this.inner.exec(command, options)));
+    this.queue = job.catch(() => undefined);
+    return job;
+  }
+
+  async traceVerifier(command: string, options: ExecOptions = {}): Promise<{ result: ExecResult; verifier?: VerifierTrace }> {
+    const result = await this.exec(command, { ...options, trace: true });
+    return { result, verifier: result.trace ? toVerifierTrace(result.trace) : undefined };
+  }
+
+  execArgv(argv: string[], options?: ExecOptions & { cwd?: string; env?: Record<string, string> }): Promise<ExecResult> {
+    return this.inner.execArgv(argv, options);
+  }
+
+  readFile(path: string): Promise<Buffer> {
+    return this.inner.readFile(path);
+  }
+
+  async writeFile(path: string, content: Buffer | string, mode?: number): Promise<void> {
+    await this.inner.writeFile(path, content, mode);
+    // A file action's write is the "before" of the next traced command touching the file.
+    const cwd = this.engine?.shellCwd();
+    const abs = posix.isAbsolute(path) ? path : cwd ? posix.join(cwd, path) : undefined;
+    if (abs && this.engine) this.engine.history.remember(posix.normalize(abs), typeof content === 'string' ? Buffer.from(content, 'utf8') : content);
+  }
+
+  putArchive(tar: Readable | Buffer, destDir: string): Promise<void> {
+    return this.inner.putArchive(tar, destDir);
+  }
+
+  getArchive(path: string): Promise<Readable> {
+    return this.inner.getArchive(path);
+  }
+
+  checkpoint(step: number): Promise<Checkpoint> {
+    return this.inner.checkpoint(step);
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.inner.close();
+    } finally {
+      await this.engine?.close();
+    }
+  }
+}
