@@ -4,6 +4,9 @@ import { graphCommand } from './graph';
 import { creditCommand } from './credit';
 import { replayCommand } from './replay';
 import { judgeEvalCommand } from './judge-eval';
+import { validateCommand } from './validate';
+import { importCommand } from './import';
+import { newTaskCommand } from './new-task';
 
 /** Every `tbrl` sub-command. Adding one is one file and one line here. */
 export const commands: CliCommand[] = [
@@ -12,4 +15,7 @@ export const commands: CliCommand[] = [
   creditCommand,
   replayCommand,
   judgeEvalCommand,
+  validateCommand,
+  importCommand,
+  newTaskCommand,
 ];
