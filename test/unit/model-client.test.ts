@@ -78,6 +78,18 @@ test('wrong n (2 of 4) tops up the missing ones; concurrency limit respected', a
   });
 });
 
+test('server refusing n (HTTP 400) falls back to parallel requests; a bad request still fails clearly', async () => {
+  await withServer(async (srv, cfg) => {
+    srv.respond = (req) => (req.n > 1 ? { status: 400, error: { message: "'n' is not supported" } } : 'one');
+    const r = await new ModelClient(cfg).sample(msgs, 3);
+    assert.deepEqual(r.completions.map((c) => c.text), ['one', 'one', 'one']);
+    assert.deepEqual(srv.requests.map((q) => q.n), [3, 1, 1, 1]);
+    srv.respond = () => ({ status: 400, error: { message: 'max_tokens too large' } });
+    const e = await rejectsWith(new ModelClient(cfg).sample(msgs, 2), 'model-bad-request');
+    assert.match(e.message, /max_tokens too large/);
+  });
+});
+
 test('retries 429, 500, dropped connection and malformed JSON, then succeeds', async () => {
   await withServer(async (srv, cfg) => {
     srv.enqueue({ status: 429 }, { status: 500 }, { drop: true }, { malformed: true }, 'finally');

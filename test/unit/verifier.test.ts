@@ -64,7 +64,8 @@ function judge(quality: Record<string, number>, margins: Record<string, 1 | 2 | 
 async function withVerifier(mode: VerifierMode, respond: (r: ChatRequestRecord) => Reply, fn: (v: MidHarnessVerifier, srv: OpenAIServer) => Promise<void>, extra: Partial<VerifierConfig> = {}) {
   const srv = await startOpenAIServer({ models: ['judge'], respond });
   try {
-    const v = new MidHarnessVerifier({ mode, endpoint: { baseUrl: srv.baseUrl, model: 'judge', maxRetries: 0 }, ...extra }, { retryBaseMs: 1 });
+    const { endpoint, ...rest } = extra;
+    const v = new MidHarnessVerifier({ mode, ...rest, endpoint: { model: 'judge', maxRetries: 0, ...endpoint, baseUrl: srv.baseUrl } }, { retryBaseMs: 1 });
     await fn(v, srv);
   } finally {
     await srv.close();
@@ -293,4 +294,42 @@ test('answer parsers: tolerant of decoration, strict about labels', () => {
   assert.equal(parseDecision('D', ['A', 'B']), undefined);
   assert.equal(parseDecision('A or B', ['A', 'B']), undefined);
   assert.equal(parseDecision('B. It checks the test first.', ['A', 'B']), 'B');
+});
+
+test('pairwise with N=8 distinct candidates makes 28 parallel calls', async () => {
+  const q: Record<string, number> = {};
+  const eight = Array.from({ length: 8 }, (_, i) => { q[`step${i}`] = i === 5 ? 10 : i; return bash(`step${i}`); });
+  await withVerifier('pairwise', judge(q), async (v, srv) => {
+    srv.latencyMs = 50;
+    const t0 = Date.now();
+    const d = await v.select({ messages: history, candidates: eight });
+    assert.equal(d.calls, 28);
+    assert.equal(srv.requests.length, 28);
+    assert.equal(d.chosen, 5);
+    assert.ok(Date.now() - t0 < 28 * 50, 'pairwise calls must run in parallel');
+    assert.equal(d.matrix?.length, 8);
+  });
+});
+
+test('a verifier defect (missing prompt version) falls back instead of crashing', async () => {
+  await withVerifier('listwise', judge(quality), async (v, srv) => {
+    const d = await v.select({ messages: history, candidates: ['junk', ...four] });
+    assert.equal(d.chosen, 1);
+    assert.match(d.fallback!, /verifier error.*verifier-listwise-v999\.md/);
+    assert.equal(srv.requests.length, 0);
+  }, { promptVersion: 'v999' });
+});
+
+test('history shown to the verifier is bounded by its context window, newest kept', async () => {
+  const long: ChatMessage[] = [...history];
+  for (let k = 0; k < 30; k++) long.push({ role: 'assistant', content: bash(`cat part${k}`) }, { role: 'user', content: `<bash_output>\n${`line ${k} `.repeat(300)}\n</bash_output>` });
+  await withVerifier('listwise', judge(quality), async (v, srv) => {
+    const d = await v.select({ messages: long, candidates: four });
+    assert.equal(d.chosen, 2);
+    const user = srv.requests[0].messages[1].content;
+    assert.ok(user.length < 4000 * 4 * 0.5 + 3000, `verifier prompt too long: ${user.length}`);
+    assert.match(user, /earlier history block\(s\) left out/);
+    assert.match(user, /cat part29/);
+    assert.ok(!user.includes('cat part0\n'));
+  }, { endpoint: { baseUrl: '', model: 'judge', maxRetries: 0, contextTokens: 4000 } });
 });

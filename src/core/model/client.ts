@@ -60,11 +60,19 @@ export class ModelClient {
     const completions: Completion[] = [];
 
     if (n > 1 && !this.serverIgnoresN) {
-      const first = await this.call(fitted.messages, n, overrides);
-      calls.push(first.record);
-      completions.push(...first.completions.slice(0, n));
-      if (first.completions.length === 1) this.serverIgnoresN = true;
-      if (completions.length < n) this.log(`${this.config.baseUrl} returned ${first.completions.length} of ${n} choices; topping up with parallel requests`);
+      try {
+        const first = await this.call(fitted.messages, n, overrides);
+        calls.push(first.record);
+        completions.push(...first.completions.slice(0, n));
+        if (first.completions.length === 1) this.serverIgnoresN = true;
+        if (completions.length < n) this.log(`${this.config.baseUrl} returned ${first.completions.length} of ${n} choices; topping up with parallel requests`);
+      } catch (err) {
+        // Some servers refuse `n` outright (HTTP 400). If the request itself is bad, the n=1
+        // requests below fail the same way and report it.
+        if (!(err instanceof TbrlError) || err.code !== 'model-bad-request') throw err;
+        this.serverIgnoresN = true;
+        this.log(`${this.config.baseUrl} refused n=${n}; sampling with parallel requests instead`);
+      }
     }
     const missing = n - completions.length;
     if (missing > 0) {

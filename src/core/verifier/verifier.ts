@@ -1,5 +1,5 @@
 import { ModelClient, type ModelClientOptions } from '../model/client';
-import { estimateMessagesTokens } from '../model/context';
+import { CHARS_PER_TOKEN, estimateMessagesTokens } from '../model/context';
 import { settleLimit } from '../model/concurrency';
 import type { ChatMessage } from '../model/types';
 import type { VerifierDecisionRecord } from '../trajectory/schema';
@@ -46,6 +46,19 @@ export class MidHarnessVerifier {
 
   async select(input: VerifierInput): Promise<VerifierDecisionRecord> {
     this.stats.steps++;
+    try {
+      return await this.decide(input);
+    } catch (err) {
+      if (input.signal?.aborted) throw err;
+      // A defect or a missing prompt file must cost one verifier decision, not the run.
+      this.stats.fallbacks++;
+      const first = Math.max(0, (input.parses ?? input.candidates.map(candidateParses)).findIndex((p) => p));
+      return { mode: this.config.mode, chosen: first, scores: input.candidates.map(() => 0), calls: 0, outputTokens: 0, parallelOutputTokens: 0,
+        fallback: `verifier error (${errorMessage(err).split('\n')[0]}): took candidate ${first}, the first parseable one` };
+    }
+  }
+
+  private async decide(input: VerifierInput): Promise<VerifierDecisionRecord> {
     const n = input.candidates.length;
     const parses = input.parses ?? input.candidates.map(candidateParses);
     const pre = prefilter(input.candidates, parses, lastTurnOf(input.messages, input.lastTurnFailed));
@@ -64,7 +77,7 @@ export class MidHarnessVerifier {
       return rec;
     }
 
-    const { instruction: firstUser, history } = renderHistory(input.messages, this.config.historyChars ?? DEFAULTS.historyChars);
+    const { instruction: firstUser, history } = renderHistory(input.messages, this.historyChars());
     const instruction = input.instruction ?? firstUser;
     const plan = this.affordableMode(pre.viable, instruction, history, input.candidates);
     const degradedFrom = plan.mode !== this.config.mode ? this.config.mode : undefined;
@@ -98,6 +111,13 @@ export class MidHarnessVerifier {
     const scores = this.fillScores(n, pre, verdict.scores);
     const chosen = argmax(scores, pre.viable) ?? fallbackIndex;
     return { mode: plan.mode, chosen, scores, margin: topMargin(scores, pre.viable), matrix: verdict.matrix, ...cost, degradedFrom };
+  }
+
+  /** History shown to the verifier: configured size, and at most half the verifier's context window. */
+  private historyChars(): number {
+    const configured = this.config.historyChars ?? DEFAULTS.historyChars;
+    const ctx = this.config.endpoint.contextTokens;
+    return ctx ? Math.min(configured, Math.floor(ctx * CHARS_PER_TOKEN * 0.5)) : configured;
   }
 
   /** The configured mode if its estimated cost fits the remaining budget, else the next cheaper one that does. */
