@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createDockerProvider, type Sandbox } from '../../src/core/sandbox/index';
 import { loadTask } from '../../src/core/tasks/load';
+import { createTracedSandbox } from '../../src/core/trace/traced-sandbox';
 import type { Task } from '../../src/core/tasks/model';
 import { runTests } from '../../src/core/reward/tests';
 import { computeReward, rewardIsUsable } from '../../src/core/reward/index';
@@ -34,10 +35,12 @@ function variant(name: string, files: Record<string, string>, patch: Partial<Tas
 describe('verifier run in a real container', () => {
   before(async () => {
     task = await loadTask(EXAMPLE);
-    sandbox = await provider.create({
+    // Traced like a real run: the verifier's reads become DepGPO's resource set E.
+    sandbox = await createTracedSandbox(await provider.create({
       image: 'image' in task.environment ? { kind: 'image', image: task.environment.image } : { kind: 'dockerfile', context: task.environment.context, dockerfile: task.environment.dockerfile },
       runId: `test-reward-${process.pid}`,
-    });
+    }));
+    assert.equal(sandbox.info.tracing.available, true, sandbox.info.tracing.reason);
   });
   after(async () => {
     await sandbox?.close();
@@ -63,6 +66,11 @@ describe('verifier run in a real container', () => {
     assert.equal(r.outcomes?.length, 4);
     assert.ok(r.outcomes?.every((o) => o.status === 'passed'));
     assert.match(r.log, /short test summary info/);
+    // The traced run: E holds what the tests inspected, never the verifier's own /tests files.
+    const reads = r.verifierTrace?.reads ?? [];
+    for (const f of ['/app/out/counts.json', '/app/out/summary.txt', '/app/data/input.txt']) assert.ok(reads.includes(f), `${f} not in ${JSON.stringify(reads)}`);
+    assert.ok(!reads.some((p) => p.startsWith('/tests/')), JSON.stringify(reads));
+    assert.ok(r.commandTrace?.reads.some((p) => p.startsWith('/tests/')), 'the raw trace still shows the test files were read');
   });
 
   it('a partial solution scores exactly the sum of its passed weights (0.1 + 0.4)', async () => {

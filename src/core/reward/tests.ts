@@ -5,6 +5,7 @@ import type { ExecResult, Sandbox } from '../sandbox/types';
 import type { Task } from '../tasks/model';
 import type { CommandTrace, VerifierTrace } from '../trace/types';
 import type { TestOutcome } from '../trajectory/schema';
+import { toVerifierTrace } from '../trace/traced-sandbox';
 import { tarOf } from './archive';
 import { parsePytestOutput } from './pytest-summary';
 import { scoreTests } from './weights';
@@ -71,13 +72,15 @@ const DEFAULT_TAIL = 4000;
 const tail = (text: string, n: number) => (text.length > n ? `...${text.slice(-n)}` : text);
 const shq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
-export function toVerifierTrace(trace: CommandTrace): VerifierTrace {
-  return {
-    reads: [...new Set(trace.reads)],
-    writes: [...new Set(trace.writes.map((w) => w.path))],
-    ports: [...new Set(trace.ports)],
-    processes: [...new Set(trace.processes)],
-  };
+/**
+ * E as DepGPO needs it: what the test run inspected. The tests' own files (/tests, the Harbor log
+ * dir) are the verifier's, not the agent's: an agent that wrote /tests/conftest.py before it was
+ * replaced must not get credit for "producing" what the verifier read there.
+ */
+export function verifierTraceOf(trace: CommandTrace, ownDirs: string[]): VerifierTrace {
+  const own = (p: string) => ownDirs.some((d) => p === d || p.startsWith(`${d.replace(/\/$/, '')}/`));
+  const e = toVerifierTrace(trace);
+  return { ...e, reads: [...new Set(e.reads.filter((p) => !own(p)))], writes: [...new Set(e.writes.filter((p) => !own(p)))] };
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -141,7 +144,7 @@ export async function runTests(options: RunTestsOptions): Promise<TestRunResult>
     exitCode: exec.exitCode,
     durationMs: exec.durationMs,
     log: exec.output,
-    verifierTrace: exec.trace ? toVerifierTrace(exec.trace) : undefined,
+    verifierTrace: exec.trace ? verifierTraceOf(exec.trace, [testDir, HARBOR_REWARD_DIR]) : undefined,
     commandTrace: exec.trace,
   };
   const logTail = tail(exec.output, tailChars);
