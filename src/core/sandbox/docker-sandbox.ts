@@ -9,6 +9,7 @@ import { DockerDemuxer } from './demux';
 import { KILL_SCRIPT } from './kill-script';
 import { readTarEntries, singleFileTar, toReadable } from './archive';
 import { mapDockerError } from './docker-client';
+import { workspacePatch } from './workspace';
 import { ContainerGoneError, ContainerOomError, DockerDiedError, SandboxFileError, isNoSuchContainer, statusCode } from './errors';
 
 /** Label on checkpoint images so gc and the leak check can tell them from task images. */
@@ -33,6 +34,8 @@ export class DockerSandbox implements Sandbox {
   private readonly target: string;
   private readonly shell: PersistentShell;
   private closing?: Promise<void>;
+  /** Set by the provider in copy mode: where the host workspace was copied, for `workspaceChanges`. */
+  workspace?: { hostPath: string; containerPath: string; mode: 'copy' | 'bind' };
 
   constructor(init: DockerSandboxInit) {
     this.container = init.container;
@@ -204,6 +207,15 @@ export class DockerSandbox implements Sandbox {
     );
     const imageId = (committed as { Id?: string }).Id ?? `${repo}:${tag}`;
     return { imageId, runId: this.runId, step, createdAt: new Date().toISOString(), cwd: state.cwd, env: state.env };
+  }
+
+  /**
+   * The agent's edits to a copied workspace as a git-format patch against the host folder (apply
+   * with `git apply`). Empty in bind mode, where the edits already are the user's files.
+   */
+  async workspaceChanges(): Promise<string> {
+    if (!this.workspace || this.workspace.mode !== 'copy') return '';
+    return this.guard('reading the workspace', () => workspacePatch(this, this.workspace!.hostPath, this.workspace!.containerPath));
   }
 
   async close(): Promise<void> {

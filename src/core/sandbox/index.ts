@@ -5,3 +5,5 @@ export { DockerSandboxProvider, createDockerProvider, PROJECT_LABEL_VALUE, type 
 export { processAlive } from './gc';
 export { loadBaseImageMap, findSubstitute, normalizeImageRef } from './base-images';
 export { buildTaskImage } from './build';
+export { workspacePatch, copyWorkspaceIn } from './workspace';
+export { parseDevcontainer, findDevcontainerConfig, type DevcontainerConfig } from './devcontainer-config';

@@ -50,6 +50,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       env: { ...resolved.env, ...spec.env },
       workdir: spec.workdir ?? resolved.workdir,
     });
+    sandbox.workspace = resolved.workspace;
     try {
       if (resolved.afterStart) await resolved.afterStart(sandbox);
     } catch (err) {
