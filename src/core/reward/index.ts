@@ -10,6 +10,7 @@ export { runTests, TASK_ERROR_KINDS } from './tests';
 export type { TestRunResult, TestErrorKind } from './tests';
 export { Judge, JudgeBackendSwitch, JUDGE_PROMPT_VERSION, loadJudgePrompt } from './judge/index';
 export type { JudgeOptions, JudgeResult, JudgeBackendConfig } from './judge/index';
+export { resolveJudgeSwitch, DEFAULT_JUDGE_CONTROL_FILE } from './judge/config';
 
 export interface RewardWeights { tests: number; judge: number }
 
