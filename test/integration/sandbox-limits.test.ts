@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import Docker from 'dockerode';
+import { main } from '../../src/cli/main';
 import {
   createDockerProvider,
   DockerUnavailableError,
@@ -127,5 +128,25 @@ describe('sandbox limits and failures', () => {
       await orphan.remove({ force: true }).catch(() => undefined);
       await live.close();
     }
+  });
+
+  it('`tbrl gc` removes what dead runs left and says how much', async () => {
+    const deadPid = spawnSync(process.execPath, ['-e', 'console.log(process.pid)'], { encoding: 'utf8' }).stdout.trim();
+    const orphan = await provider.docker.createContainer({
+      Image: 'debian:bookworm-slim',
+      Cmd: ['true'],
+      Labels: { [LABEL_PROJECT]: 'tbrl', [LABEL_RUN]: `${runId}-cli`, [LABEL_PID]: deadPid },
+    });
+    const lines: string[] = [];
+    const log = console.log;
+    console.log = (...a: unknown[]) => lines.push(a.join(' '));
+    try {
+      assert.equal(await main(['gc']), 0);
+    } finally {
+      console.log = log;
+      await orphan.remove({ force: true }).catch(() => undefined);
+    }
+    assert.match(lines.join('\n'), /removed [1-9]\d* containers? and \d+ checkpoint images?/);
+    await assert.rejects(orphan.inspect(), /no such container/i);
   });
 });

@@ -7,6 +7,7 @@ import { judgeEvalCommand } from './judge-eval';
 import { validateCommand } from './validate';
 import { importCommand } from './import';
 import { newTaskCommand } from './new-task';
+import { gcCommand } from './gc';
 
 /** Every `tbrl` sub-command. Adding one is one file and one line here. */
 export const commands: CliCommand[] = [
@@ -18,4 +19,5 @@ export const commands: CliCommand[] = [
   validateCommand,
   importCommand,
   newTaskCommand,
+  gcCommand,
 ];
