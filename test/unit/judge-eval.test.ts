@@ -108,3 +108,16 @@ test('judge-eval: usage errors and a broken set are reported with the fix', asyn
   writeFileSync(join(dir, 'cases.json'), JSON.stringify({ cases: [{ id: 'x', file: 'x.jsonl', expected: [0, 1] }] }));
   assert.equal((await loadEvalSet(dir)).length, 1);
 });
+
+test('judge-eval with a command backend (any program reading the prompt on stdin)', async () => {
+  const script = join(scratch, 'cmd-judge.js');
+  writeFileSync(script, `let s = ''; process.stdin.on('data', (d) => (s += d)).on('end', () => {
+  const v = s.includes('assert True or') ? 0.1 : 0.5;
+  console.log(JSON.stringify({ components: { action_output_success: v, todo_planning: v, phase_adherence: v, tool_use: v }, caps: [], penalties: {} }));
+});\n`);
+  const r = await cli(['judge-eval', '--command', `${process.execPath} ${script}`, '--attempts', '1']);
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, /judge command:.*cmd-judge\.js/);
+  assert.match(r.out, /gaming\s+0\.00-0\.35\s+1\/1\s+0\.10/);
+  assert.match(r.out, /good\s+0\.75-1\.00\s+0\/1\s+0\.50/);
+});

@@ -148,3 +148,19 @@ test('invalid weights are rejected with the offending key', () => {
   assert.throws(() => scoreTests([r('t::test_a', 'passed')], { test_a: 0.5, test_b: 'Hello' as unknown as number }), /reward|test_b/);
   assert.throws(() => scoreTests([r('t::test_a', 'passed')], { test_a: 0 }), (e: unknown) => e instanceof TbrlError && e.code === 'reward.bad-weights');
 });
+
+test('a collection error is an error entry named by its file, with the final line found', () => {
+  const out = [
+    '==================================== ERRORS ====================================',
+    '___________________ ERROR collecting tests/test_outputs.py ____________________',
+    "E   ModuleNotFoundError: No module named 'requests'",
+    '=========================== short test summary info ============================',
+    "ERROR tests/test_outputs.py - ModuleNotFoundError: No module named 'requests'",
+    '!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!',
+    '=============================== 1 error in 0.05s ===============================',
+  ].join('\n');
+  const p = parsePytestOutput(out);
+  assert.equal(p.finalLineFound, true);
+  assert.deepEqual(p.results, [{ nodeId: 'tests/test_outputs.py', status: 'error', message: "ModuleNotFoundError: No module named 'requests'" }]);
+  assert.equal(scoreTests(p.results).score, 0);
+});
