@@ -11,6 +11,8 @@ const { parse: parseToml, TomlError } = require('smol-toml') as typeof SmolToml;
 export interface SourceDoc {
   file: string;
   data: Record<string, unknown>;
+  /** Comment lines before the first field (e.g. Terminal-Bench's canary line), without '#'. */
+  headerComment?: string;
   /** 1-based line of the field at `path`, or undefined when it is not written in the file. */
   lineOf(path: string[]): number | undefined;
 }
@@ -40,6 +42,7 @@ export function parseYamlDoc(file: string, text: string, example: string, option
   return {
     file,
     data,
+    headerComment: doc.commentBefore ?? firstKeyComment(doc.contents),
     lineOf(path) {
       let node: Node | null | undefined = doc.contents as Node | null;
       for (const key of options.list ? path.slice(1) : path) {
@@ -52,6 +55,13 @@ export function parseYamlDoc(file: string, text: string, example: string, option
       return offset === undefined ? undefined : lineCounter.linePos(offset).line;
     },
   };
+}
+
+/** A comment right above the first key belongs to that key in `yaml`'s tree; for us it is the file's header. */
+function firstKeyComment(contents: unknown): string | undefined {
+  if (!isMap(contents)) return undefined;
+  const key = contents.items[0]?.key as { commentBefore?: string | null } | undefined;
+  return key?.commentBefore ?? undefined;
 }
 
 export function parseTomlDoc(file: string, text: string, example: string): SourceDoc {
@@ -70,9 +80,15 @@ export function parseTomlDoc(file: string, text: string, example: string): Sourc
     throw err;
   }
   const lines = text.split(/\r?\n/);
+  const leading: string[] = [];
+  for (const line of lines) {
+    if (!line.startsWith('#')) break;
+    leading.push(line.slice(1));
+  }
   return {
     file,
     data,
+    headerComment: leading.length > 0 ? leading.join('\n') : undefined,
     lineOf(path) {
       // TOML has no position API in smol-toml: find the key under its [table] header by scanning.
       const table = path.slice(0, -1).join('.');

@@ -30,6 +30,11 @@ export const HARBOR_EXAMPLE = [
   'allow_internet = true',
 ].join('\n');
 
+/** [metadata] key listing Terminal-Bench fields that were empty (null), which TOML cannot write. */
+export const NULL_FIELDS_KEY = '_tbrl_null_fields';
+/** Key of the task.toml stash in task.yaml that remembers the Harbor layout (schema 1.0 vs 1.1 homes). */
+export const LAYOUT_STASH_KEY = 'tbrl_layout';
+
 /** Where a Harbor file put the fields that have two homes across schema versions (1.0 vs 1.1). */
 export interface HarborLayout {
   tags: 'metadata.tags' | 'task.keywords';
@@ -101,7 +106,10 @@ export async function readHarbor(dir: string): Promise<Task> {
     tests: { runner, dir: testsDir, kind: runnerText.includes(FROM_TB_MARKER) ? 'pytest-summary' : 'harbor-reward' },
     testWeights: weights?.weights,
     solution: (await exists(solve)) ? { kind: 'script', path: solve } : undefined,
-    extra: { ...splitUnmodelled(doc.data, layout), harborLayout: layout, ...(weights ? { weightsIn: dirname(weights.file) === dir ? 'root' : 'tests' } : {}) },
+    extra: {
+      ...splitUnmodelled(doc.data, layout),
+      harborLayout: layout,
+      ...(doc.headerComment !== undefined ? { headerComment: doc.headerComment } : {}), ...(weights ? { weightsIn: dirname(weights.file) === dir ? 'root' : 'tests' } : {}) },
   };
 }
 
@@ -150,7 +158,14 @@ function splitUnmodelled(data: Record<string, unknown>, layout: HarborLayout): {
     if (table === 'task' && layout.author === 'task.authors' && Array.isArray(value.authors) && value.authors.length <= 1) drop.add('authors');
     const rest = Object.fromEntries(Object.entries(value).filter(([k]) => !drop.has(k)));
     // Harbor metadata is free-form, like Terminal-Bench's extra task.yaml keys: both share extra.metadata.
-    if (table === 'metadata') metadata = rest;
+    if (table === 'metadata') {
+      metadata = rest;
+      const nulls = metadata[NULL_FIELDS_KEY];
+      if (Array.isArray(nulls)) {
+        delete metadata[NULL_FIELDS_KEY];
+        for (const key of nulls) if (typeof key === 'string' && !(key in metadata)) metadata[key] = null;
+      }
+    }
     else if (Object.keys(rest).length > 0 || Object.keys(value).length === 0) taskToml[table] = rest;
   }
   return { metadata, taskToml };

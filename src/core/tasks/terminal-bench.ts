@@ -4,6 +4,7 @@ import { TbrlError } from '../errors';
 import type { Task } from './model';
 import { FieldReader, isPlainObject, parseYamlDoc } from './fields';
 import { exists } from './fsutil';
+import { LAYOUT_STASH_KEY } from './harbor';
 import { readTestWeights } from './weights';
 
 export const TB_TASK_FILE = 'task.yaml';
@@ -65,9 +66,14 @@ export async function readTerminalBench(dir: string): Promise<Task> {
   const metadata: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(doc.data)) if (!MODELLED.has(key)) metadata[key] = value;
   const extra: Record<string, unknown> = { metadata };
+  if (doc.headerComment !== undefined) extra.headerComment = doc.headerComment;
   if (doc.data.descriptions !== undefined) extra.descriptions = doc.data.descriptions;
   const stash = f.table([TB_HARBOR_STASH_KEY]);
-  if (stash) extra.taskToml = stash;
+  if (stash) {
+    const { [LAYOUT_STASH_KEY]: layout, ...taskToml } = stash;
+    extra.taskToml = taskToml;
+    if (isPlainObject(layout)) extra.harborLayout = layout;
+  }
 
   const testsDir = join(dir, 'tests');
   const runner = join(dir, 'run-tests.sh');

@@ -6,7 +6,7 @@ import { TbrlError } from '../errors';
 import type { Task } from './model';
 import { isPlainObject } from './fields';
 import { copyEntries, exists } from './fsutil';
-import { FROM_TB_MARKER, HARBOR_INSTRUCTION_FILE, HARBOR_TASK_FILE, type HarborLayout } from './harbor';
+import { FROM_TB_MARKER, HARBOR_INSTRUCTION_FILE, HARBOR_TASK_FILE, LAYOUT_STASH_KEY, NULL_FIELDS_KEY, type HarborLayout } from './harbor';
 import { FROM_HARBOR_MARKER, TB_DEFAULT_RUNNER, TB_HARBOR_STASH_KEY, TB_TASK_FILE } from './terminal-bench';
 import { WEIGHTS_FILE, serializeTestWeights } from './weights';
 
@@ -88,11 +88,16 @@ export function renderTaskYaml(task: Task, warnings: string[] = []): string {
     warnings.push('allow_internet = false: Terminal-Bench 1.x has no such setting (tbrl honours the allow_internet key it writes to task.yaml; the Terminal-Bench harness ignores it).');
   }
   if (task.extra.descriptions !== undefined) yaml.descriptions = task.extra.descriptions;
-  if (Object.keys(taskToml).length > 0) {
-    yaml[TB_HARBOR_STASH_KEY] = taskToml;
+  const layout = task.extra.harborLayout as HarborLayout | undefined;
+  const stash: Record<string, unknown> = { ...taskToml };
+  if (layout && (layout.tags !== 'metadata.tags' || layout.author !== 'metadata')) stash[LAYOUT_STASH_KEY] = layout;
+  if (Object.keys(stash).length > 0) {
+    yaml[TB_HARBOR_STASH_KEY] = stash;
     warnings.push(`task.toml settings without a Terminal-Bench equivalent (${describeStash(taskToml)}) are kept under '${TB_HARBOR_STASH_KEY}:' in task.yaml for converting back; Terminal-Bench ignores them.`);
   }
   const doc = new Document(yaml);
+  const firstKey = (doc.contents as { items?: { key?: unknown }[] } | null)?.items?.[0]?.key;
+  if (typeof task.extra.headerComment === 'string' && firstKey instanceof Scalar) firstKey.commentBefore = task.extra.headerComment;
   const instruction = doc.get('instruction', true);
   if (instruction instanceof Scalar) instruction.type = Scalar.BLOCK_LITERAL;
   // Terminal-Bench writes its timeouts as floats (360.0); keep that look.
@@ -100,7 +105,7 @@ export function renderTaskYaml(task: Task, warnings: string[] = []): string {
     const node = doc.get(key, true);
     if (node instanceof Scalar) node.minFractionDigits = 1;
   }
-  return doc.toString({ lineWidth: 0 });
+  return doc.toString({ lineWidth: 0, nullStr: '' });
 }
 
 async function writeTerminalBench(task: Task, dir: string, warnings: string[]): Promise<void> {
@@ -251,7 +256,10 @@ export function renderTaskToml(task: Task, warnings: string[] = []): string {
       warnings.push('run_tests_in_same_shell = true has no Harbor equivalent: Harbor runs tests/test.sh in its own verifier session (kept in [metadata]).');
     }
   }
-  Object.assign(meta, metadata);
+  // TOML has no null: remember which Terminal-Bench fields were empty so converting back restores them.
+  const nulls = Object.keys(metadata).filter((k) => metadata[k] === null);
+  Object.assign(meta, Object.fromEntries(Object.entries(metadata).filter(([, v]) => v !== null)));
+  if (nulls.length > 0) meta[NULL_FIELDS_KEY] = nulls;
   toml.metadata = meta;
 
   toml.verifier = { ...table('verifier'), timeout_sec: task.testTimeoutSec };
@@ -261,7 +269,8 @@ export function renderTaskToml(task: Task, warnings: string[] = []): string {
   if ('image' in task.environment) environment.docker_image = task.environment.image;
   if (Object.keys(environment).length > 0) toml.environment = environment;
   for (const [k, v] of Object.entries(stash)) if (isPlainObject(v) && !(k in toml)) toml[k] = v;
-  return stringifyToml(toml) + '\n';
+  const comment = typeof task.extra.headerComment === 'string' ? task.extra.headerComment.split('\n').map((l) => `#${l}\n`).join('') : '';
+  return comment + stringifyToml(toml) + '\n';
 }
 
 async function writeHarbor(task: Task, dir: string, warnings: string[]): Promise<void> {
