@@ -42,6 +42,15 @@ export interface TracedSandbox extends Sandbox {
 }
 
 const METHOD = 'strace via helper container (--pid=container, SYS_PTRACE)';
+const PID_TAG = '__TBRL_TRACE_PID__ ';
+
+function parsePidReply(output: string): { pid: number; stray: string } {
+  const at = output.lastIndexOf(`\n${PID_TAG}`);
+  const start = at >= 0 ? at : output.startsWith(PID_TAG) ? -1 : -2;
+  if (start === -2) return { pid: NaN, stray: output };
+  const pid = Number(output.slice(start + 1 + PID_TAG.length).trim());
+  return { pid, stray: output.slice(0, Math.max(0, start)) };
+}
 
 /**
  * Wraps a sandbox so `exec(cmd, { trace: true })` returns `ExecResult.trace`. Tracing runs in a
@@ -76,6 +85,8 @@ export function toVerifierTrace(trace: CommandTrace): VerifierTrace {
 class TraceEngine {
   private seq = 0;
   private readonly writtenBefore = new Set<string>();
+  /** Background-job output the marker execs received; handed to the caller with the next result. */
+  stray = '';
 
   private constructor(
     private readonly inner: Sandbox,
@@ -100,10 +111,11 @@ class TraceEngine {
 
   /** Asks the shell for its pid (as seen in the shared PID namespace) and cwd, and attaches strace to it. */
   private async attachToShell(): Promise<void> {
-    const r = await this.inner.exec('builtin printf "%s %s" "$$" "$PWD"', { timeoutMs: 10_000 });
-    const m = /^(\d+) (.*)$/s.exec(r.output.trim());
+    const r = await this.inner.exec(`builtin printf '\\n${PID_TAG}%s %s\\n' "$$" "$PWD"`, { timeoutMs: 10_000 });
+    const m = new RegExp(`\\n${PID_TAG}(\\d+) (.*)\\n`).exec(`\n${r.output}`);
     if (!m) throw new TracerUnavailable(`the shell did not report its pid (got ${JSON.stringify(r.output.slice(0, 80))})`);
     const pid = Number(m[1]);
+    this.stray += r.output.slice(0, Math.max(0, m.index - 1));
     const windows = new TraceWindows(pid, m[2], this.options.maxEventsPerCommand ?? 200_000, this.log);
     await this.helper.attach(pid, (line) => windows.onLine(line));
     this.windows = windows;
@@ -112,14 +124,23 @@ class TraceEngine {
   async exec(command: string, options: ExecOptions): Promise<ExecResult> {
     const n = ++this.seq;
     const notes: string[] = [];
-    let pid = await this.mark(n, 'begin');
-    if (pid !== this.shellPid) {
+    let begin = await this.mark(n, 'begin');
+    this.stray += begin.stray;
+    if (begin.pid !== this.shellPid) {
       // The shell was restarted (e.g. after a timeout): follow the new one.
       await this.attachToShell();
-      pid = await this.mark(n, 'begin');
+      begin = await this.mark(n, 'begin');
+      this.stray += begin.stray;
     }
+    const pid = begin.pid;
     const result = await this.inner.exec(command, options);
-    const endPid = await this.mark(n, 'end');
+    if (this.stray) {
+      result.output = this.stray + result.output;
+      this.stray = '';
+    }
+    const end = await this.mark(n, 'end');
+    this.stray += end.stray;
+    const endPid = end.pid;
     let window = endPid === pid ? await this.windows.waitForEnd(n, this.options.endMarkTimeoutMs ?? 10_000) : undefined;
     if (endPid !== pid) notes.push('the shell was restarted during the command (timeout); its trace is lost');
     else if (!window) notes.push('the end of the command never appeared in the trace');
@@ -129,7 +150,7 @@ class TraceEngine {
     const parser = this.windows.parser;
     const ctx = { writtenBefore: this.writtenBefore, shellPid: pid, commOf: (p: number) => parser.commOf(p) };
     let raw = aggregate(window.events, ctx);
-    const settle = this.options.settle ?? { quietMs: 150, maxMs: 1500 };
+    const settle = this.options.settle ?? { quietMs: 300, maxMs: 3000 };
     if (settle && raw.outlived.length > 0) {
       const pids = raw.outlived.map((s) => Number(s.split(':')[0]));
       const late = await this.windows.settle(pids, settle.quietMs, settle.maxMs);
@@ -160,10 +181,14 @@ class TraceEngine {
     return { ...result, trace };
   }
 
-  /** A marker the trace can be cut at: the shell opens a path that does not exist. Returns the shell's pid. */
-  private async mark(n: number, phase: 'begin' | 'end'): Promise<number> {
-    const r = await this.inner.exec(`: 2>/dev/null <${markPath(n, phase)}; builtin printf %s "$$"`, { timeoutMs: 10_000 });
-    return Number(r.output.trim());
+  /**
+   * A marker the trace can be cut at: the shell opens a path that does not exist. Returns the
+   * shell's pid, and any output of background jobs that the sandbox delivered with this exec
+   * (it belongs to the caller's next command, as in a terminal).
+   */
+  private async mark(n: number, phase: 'begin' | 'end'): Promise<{ pid: number; stray: string }> {
+    const r = await this.inner.exec(`: 2>/dev/null <${markPath(n, phase)}; builtin printf '\\n${PID_TAG}%s\\n' "$$"`, { timeoutMs: 10_000 });
+    return parsePidReply(r.output);
   }
 
   shellCwd(): string | undefined {
@@ -192,7 +217,15 @@ class Traced implements TracedSandbox {
 
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     // Marker, command and marker must not interleave with another caller's command.
-    const job = this.queue.then(() => (options.trace && this.engine ? this.engine.exec(command, options) : this.inner.exec(command, options)));
+    const job = this.queue.then(async () => {
+      if (options.trace && this.engine) return this.engine.exec(command, options);
+      const result = await this.inner.exec(command, options);
+      if (this.engine?.stray) {
+        result.output = this.engine.stray + result.output;
+        this.engine.stray = '';
+      }
+      return result;
+    });
     this.queue = job.catch(() => undefined);
     return job;
   }
