@@ -116,6 +116,22 @@ describe('verifier run in a real container', () => {
     assert.equal(r.tests, 0.5);
   });
 
+  it("the agent's shell state (env, cwd, functions, venv-style PATH) cannot steer the verdict", async () => {
+    const shell = await sandbox.exec([
+      'export PYTEST_ADDOPTS="-k nothing_matches" PYTHONPATH=/tmp/evil PATH=/tmp/evil:$PATH',
+      'mkdir -p /tmp/evil && printf "#!/bin/sh\\necho PASSED fake.py::test_script_exists\\n" > /tmp/evil/python3 && chmod +x /tmp/evil/python3',
+      'bash() { echo "PASSED x::test_counts_sorted"; }',
+      'cd /tmp',
+    ].join('\n'));
+    assert.equal(shell.exitCode, 0, shell.output);
+    const r = await runTests({ task, sandbox });
+    assert.equal(r.error, undefined, JSON.stringify(r.error));
+    assert.equal(r.tests, 0.5);
+    // The agent's shell is left as it was.
+    assert.equal((await sandbox.exec('echo "$PYTEST_ADDOPTS $(pwd) $(type -t bash)"')).output.trim(), '-k nothing_matches /tmp function');
+    await sandbox.exec('unset -f bash; unset PYTEST_ADDOPTS PYTHONPATH; export PATH=${PATH#/tmp/evil:}; cd /app');
+  });
+
   it('weights that name no test are a task error, and the reward says it is not usable', async () => {
     const bad = { ...task, testWeights: { hello_file_exists: 0.5, hello_file_content: 0.5 } };
     const { reward } = await computeReward({ task: bad, sandbox, trajectoryLines: [] });

@@ -118,10 +118,28 @@ async function installTests(task: Task, sandbox: Sandbox, testDir: string): Prom
   return { script };
 }
 
+/**
+ * The test run starts from the container's own state, like Terminal-Bench's fresh test session:
+ * the environment of PID 1 (the image's ENV), its WORKDIR, no functions or aliases. It still runs
+ * inside the persistent shell (that is what the tracer follows), so the agent's shell state has to
+ * be shed first: an exported PYTEST_ADDOPTS or PYTHONPATH, an activated venv, or a function named
+ * `bash` would otherwise decide the verdict. POSIXLY_CORRECT (an assignment, which no function can
+ * shadow) makes `unset` and `exec` the special builtins; `exec -c` then drops the environment.
+ * A shell that refuses posix mode fails the run (a `:?` expansion, again no command lookup).
+ */
 function runCommand(script: string, testDir: string): string {
-  // A subshell keeps the agent's shell state out of the verdict and the verifier's state out of
-  // the shell; /proc/1/cwd is the image's WORKDIR, where Terminal-Bench starts its test session.
-  return `( cd "$(readlink /proc/1/cwd 2>/dev/null || echo /)" 2>/dev/null; export TEST_DIR=${shq(testDir)}; bash ${shq(script)} ) 2>&1`;
+  const clean = [
+    `while IFS= read -r -d '' kv; do export "$kv" 2>/dev/null; done < /proc/1/environ`,
+    'cd "$(readlink /proc/1/cwd 2>/dev/null || echo /)" 2>/dev/null || cd /',
+    `export TEST_DIR=${shq(testDir)}`,
+    `exec bash ${shq(script)}`,
+  ].join('\n');
+  return [
+    '( POSIXLY_CORRECT=1',
+    'case ":$SHELLOPTS:" in *:posix:*) ;; *) __tbrl=${__tbrl_verifier:?the shell refused posix mode, so its state could not be shed before the tests} ;; esac',
+    'unset -f exec',
+    `exec -c /bin/bash --noprofile --norc -c ${shq(clean)} ) 2>&1`,
+  ].join('\n');
 }
 
 export async function runTests(options: RunTestsOptions): Promise<TestRunResult> {
@@ -133,7 +151,7 @@ export async function runTests(options: RunTestsOptions): Promise<TestRunResult>
   const installed = await installTests(task, sandbox, testDir);
   if ('kind' in installed) return { error: installed, durationMs: Date.now() - started, log: installed.logTail };
 
-  const timeoutMs = options.timeoutMs ?? Math.round(task.testTimeoutSec * 1000);
+  const timeoutMs = options.timeoutMs ?? Math.round((task.testTimeoutSec > 0 ? task.testTimeoutSec : 180) * 1000);
   let exec: ExecResult;
   try {
     exec = await sandbox.exec(runCommand(installed.script, testDir), { timeoutMs, trace: true, maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT });
