@@ -2,10 +2,14 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import Docker from 'dockerode';
+import { createServer, connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { main } from '../../src/cli/main';
 import {
   createDockerProvider,
   DockerUnavailableError,
+  DockerDiedError,
   ImageMissingError,
   ContainerGoneError,
   LABEL_PID,
@@ -52,6 +56,11 @@ describe('sandbox limits and failures', () => {
       assert.equal(r.oomKilled, true);
       assert.match(r.output, /out-of-memory killer: the sandbox memory limit is 64 MiB/);
       assert.equal((await sb.exec('echo still here')).output, 'still here\n');
+      // A hog inside the persistent shell itself takes the shell down; a new one answers.
+      await sb.exec('cd /tmp');
+      const inShell = await sb.exec('x=$(head -c 300000000 /dev/zero | tr "\\0" a)', { timeoutMs: 60_000 });
+      assert.equal(inShell.oomKilled, true, inShell.output);
+      assert.equal((await sb.exec('pwd')).output, '/tmp\n');
     } finally {
       await sb.close();
     }
@@ -148,5 +157,34 @@ describe('sandbox limits and failures', () => {
     }
     assert.match(lines.join('\n'), /removed [1-9]\d* containers? and \d+ checkpoint images?/);
     await assert.rejects(orphan.inspect(), /no such container/i);
+  });
+
+  it('reports a daemon that dies mid-run as such, not as "absent"', async () => {
+    // A socket proxy stands in for the daemon so it can "die" without stopping the real one.
+    const sockPath = join(tmpdir(), `tbrl-proxy-${process.pid}.sock`);
+    const open = new Set<Socket>();
+    const server = createServer((client) => {
+      const up = connect('/var/run/docker.sock');
+      open.add(client).add(up);
+      client.pipe(up).pipe(client);
+      const drop = () => { client.destroy(); up.destroy(); };
+      client.on('error', drop).on('close', drop);
+      up.on('error', drop).on('close', drop);
+    });
+    await new Promise<void>((resolve) => server.listen(sockPath, resolve));
+    const viaProxy = createDockerProvider({ socketPath: sockPath });
+    const sb = await viaProxy.create({ image, runId });
+    try {
+      assert.equal((await sb.exec('echo before')).output, 'before\n');
+      await new Promise<void>((resolve) => { server.close(() => resolve()); for (const s of open) s.destroy(); });
+      await assert.rejects(sb.exec('echo after'), (err: unknown) => {
+        assert.ok(err instanceof DockerDiedError, String(err));
+        assert.match(err.message, /stopped answering/);
+        assert.match(err.message, /restart the daemon/);
+        return true;
+      });
+    } finally {
+      await provider.docker.getContainer(sb.info.containerId).remove({ force: true }).catch(() => undefined);
+    }
   });
 });

@@ -34,6 +34,7 @@ export class DockerSandbox implements Sandbox {
   private readonly target: string;
   private readonly shell: PersistentShell;
   private closing?: Promise<void>;
+  private oomKillsSeen = 0;
   /** Set by the provider in copy mode: where the host workspace was copied, for `workspaceChanges`. */
   workspace?: { hostPath: string; containerPath: string; mode: 'copy' | 'bind' };
 
@@ -278,20 +279,27 @@ export class DockerSandbox implements Sandbox {
     if (state.State?.OOMKilled) throw new ContainerOomError(this.info.containerId, this.limits.memoryBytes);
     if (!state.State?.Running) throw new ContainerGoneError(this.info.containerId, `container exited with code ${state.State?.ExitCode}`);
     const code = await err.exitCode();
-    return {
+    const result: ExecResult = {
       exitCode: code,
       output: `${err.partialOutput}[the shell exited; the next command starts a new shell in ${this.shell.cwd ?? 'the working directory'} with the container's original environment]\n`,
       droppedBytes: 0,
       timedOut: false,
       durationMs: 0,
     };
+    // The shell itself may be what the OOM killer picked (a huge variable in the shell).
+    if (code === 137) await this.noteOom(result);
+    return result;
   }
 
   /** Exit 137 without a timeout is SIGKILL: say so when the memory cgroup's OOM killer did it. */
   private async noteOom(result: ExecResult): Promise<void> {
     const r = await this.runAux(['/bin/sh', '-c', 'cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null']).catch(() => undefined);
     const m = r?.stdout.toString().match(/oom_kill (\d+)/);
-    if (m && Number(m[1]) > 0) {
+    const kills = m ? Number(m[1]) : 0;
+    // The counter is per container and cumulative: only a kill since the last look is this command's.
+    const fresh = kills > this.oomKillsSeen;
+    this.oomKillsSeen = Math.max(this.oomKillsSeen, kills);
+    if (fresh) {
       result.oomKilled = true;
       result.output += `[killed by the out-of-memory killer: the sandbox memory limit is ${Math.round(this.limits.memoryBytes / 1024 ** 2)} MiB]\n`;
     }
