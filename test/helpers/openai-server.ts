@@ -23,6 +23,7 @@
  * `apiKey` (401 on any other bearer token), `models` (404 model_not_found for others;
  * `modelsEndpoint = false` makes GET /v1/models answer 404).
  * Usage is chars/4 (rounded up) of the prompt and of each choice unless a reply sets `usage`.
+ * With `logprobs: true` every word of a choice is one token with logprob −0.25.
  */
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -88,6 +89,12 @@ export interface OpenAIServer {
 }
 
 const tokens = (s: string) => Math.ceil(s.length / 4);
+
+/** With `logprobs: true`: one token per whitespace-separated word, each with logprob −0.25. */
+function fakeLogprobs(text: string) {
+  const words = text.split(/(?<=\s)/).filter(Boolean);
+  return { content: words.map((token) => ({ token, logprob: -0.25, bytes: null, top_logprobs: [] })), refusal: null };
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function startOpenAIServer(options: OpenAIServerOptions = {}): Promise<OpenAIServer> {
@@ -198,7 +205,7 @@ export async function startOpenAIServer(options: OpenAIServerOptions = {}): Prom
       object: 'chat.completion',
       created,
       model: body.model,
-      choices: choices.map((text, index) => ({ index, message: { role: 'assistant', content: text }, finish_reason: finish, logprobs: null })),
+      choices: choices.map((text, index) => ({ index, message: { role: 'assistant', content: text }, finish_reason: finish, logprobs: body.logprobs ? fakeLogprobs(text) : null })),
       usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
     });
   }

@@ -43,6 +43,11 @@ test('n honoured: one call, N distinct choices, usage and latency per call', asy
     assert.equal(r.calls?.length, 1);
     assert.ok(r.latencyMs >= 0);
     assert.equal(srv.requests[0].authorization, `Bearer ${KEY}`);
+    assert.equal(r.completions[0].logprobSum, undefined);
+    srv.enqueue(['one two three', 'four']);
+    const lp = await new ModelClient({ ...cfg, logprobs: true }).sample(msgs, 2);
+    assert.equal(srv.requests[1].body.logprobs, true);
+    assert.deepEqual(lp.completions.map((c) => c.logprobSum), [-0.75, -0.25]);
   });
 });
 

@@ -61,7 +61,7 @@ function judge(quality: Record<string, number>, margins: Record<string, 1 | 2 | 
   };
 }
 
-async function withVerifier(mode: VerifierMode, respond: (r: ChatRequestRecord) => Reply, fn: (v: MidHarnessVerifier, srv: OpenAIServer) => Promise<void>, extra: Partial<VerifierConfig> = {}) {
+async function withVerifier(mode: VerifierMode, respond: (r: ChatRequestRecord) => Reply | Promise<Reply>, fn: (v: MidHarnessVerifier, srv: OpenAIServer) => Promise<void>, extra: Partial<VerifierConfig> = {}) {
   const srv = await startOpenAIServer({ models: ['judge'], respond });
   try {
     const { endpoint, ...rest } = extra;

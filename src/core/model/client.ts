@@ -119,6 +119,7 @@ export class ModelClient {
           top_p: this.config.topP,
           max_tokens: o.maxTokens ?? this.config.maxTokens,
           stop: o.stop ?? this.config.stop,
+          ...(this.config.logprobs ? { logprobs: true } : {}),
         }, { signal: o.signal });
         if (!res || !Array.isArray(res.choices) || res.choices.length === 0) throw new MalformedAnswer('the answer has no choices');
         const completions = res.choices.map((c) => ({

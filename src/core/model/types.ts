@@ -18,6 +18,8 @@ export interface ModelConfig {
   maxRetries?: number;
   /** Parallel requests when the server ignores `n`. */
   concurrency?: number;
+  /** Ask for token logprobs so each candidate records its logprob sum (servers that lack them ignore it). */
+  logprobs?: boolean;
 }
 
 export interface Completion {
