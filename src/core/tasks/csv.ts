@@ -19,14 +19,17 @@ export function parseCsv(text: string, file = 'CSV'): CsvRecord[] {
   let quoted = false;
   let quoteLine = 0;
   let afterQuote = false;
+  /** A lone `""` is a record with one empty field, unlike a blank line. */
+  let quotedInRecord = false;
   let i = text.charCodeAt(0) === 0xfeff ? 1 : 0;
   const endRecord = () => {
     fields.push(field);
     // A blank line is no record (a trailing newline at the end of the file is the common case).
-    if (!(fields.length === 1 && fields[0] === '')) records.push({ line: recordLine, fields });
+    if (!(fields.length === 1 && fields[0] === '' && !quotedInRecord)) records.push({ line: recordLine, fields });
     fields = [];
     field = '';
     afterQuote = false;
+    quotedInRecord = false;
   };
   for (; i < text.length; i++) {
     const c = text[i];
@@ -56,6 +59,7 @@ export function parseCsv(text: string, file = 'CSV'): CsvRecord[] {
       recordLine = line;
     } else if (c === '"' && field === '' && !afterQuote) {
       quoted = true;
+      quotedInRecord = true;
       quoteLine = line;
     } else if (afterQuote) {
       throw new TbrlError(
@@ -70,7 +74,7 @@ export function parseCsv(text: string, file = 'CSV'): CsvRecord[] {
   if (quoted) {
     throw new TbrlError('CSV_MALFORMED', `${file}:${quoteLine}: a quoted field is never closed`, 'Close the field with a double quote; write quotes inside it as "".');
   }
-  if (field !== '' || fields.length > 0) endRecord();
+  if (field !== '' || fields.length > 0 || quotedInRecord) endRecord();
   return records;
 }
 

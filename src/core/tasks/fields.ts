@@ -67,7 +67,7 @@ function firstKeyComment(contents: unknown): string | undefined {
 export function parseTomlDoc(file: string, text: string, example: string): SourceDoc {
   let data: Record<string, unknown>;
   try {
-    data = parseToml(text) as Record<string, unknown>;
+    data = toPlain(parseToml(text)) as Record<string, unknown>;
   } catch (err) {
     if (err instanceof TomlError) {
       throw new TbrlError(
@@ -110,6 +110,15 @@ export function parseTomlDoc(file: string, text: string, example: string): Sourc
       return undefined;
     },
   };
+}
+
+/** smol-toml makes inline tables with a null prototype; give every table an ordinary one. */
+function toPlain(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(toPlain);
+  if (typeof value === 'object' && value !== null && !(value instanceof Date)) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, toPlain(v)]));
+  }
+  return value;
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -195,3 +204,9 @@ function describe(value: unknown): string {
   return `${typeof value} ${JSON.stringify(value)}`;
 }
 
+
+/** An author with only the parts that are set, or undefined when neither is. */
+export function authorOf(name: string | undefined, email: string | undefined): { name?: string; email?: string } | undefined {
+  if (name === undefined && email === undefined) return undefined;
+  return { ...(name !== undefined ? { name } : {}), ...(email !== undefined ? { email } : {}) };
+}

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { TbrlError } from '../errors';
 import type { Task } from './model';
-import { FieldReader, isPlainObject, parseTomlDoc } from './fields';
+import { FieldReader, authorOf, isPlainObject, parseTomlDoc } from './fields';
 import { exists } from './fsutil';
 import { readTestWeights } from './weights';
 
@@ -98,7 +98,7 @@ export async function readHarbor(dir: string): Promise<Task> {
     difficulty: f.string(['metadata', 'difficulty']),
     category: f.string(['metadata', 'category']),
     tags: keywords ?? f.stringArray(['metadata', 'tags']) ?? [],
-    author: author.name !== undefined || author.email !== undefined ? author : undefined,
+    author: authorOf(author.name, author.email),
     environment,
     agentTimeoutSec: f.number(['agent', 'timeout_sec'], { positive: true }) ?? HARBOR_DEFAULT_TIMEOUT_SEC,
     testTimeoutSec: f.number(['verifier', 'timeout_sec'], { positive: true }) ?? HARBOR_DEFAULT_TIMEOUT_SEC,

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { TbrlError } from '../errors';
 import type { Task } from './model';
-import { FieldReader, isPlainObject, parseYamlDoc } from './fields';
+import { FieldReader, authorOf, isPlainObject, parseYamlDoc } from './fields';
 import { exists } from './fsutil';
 import { LAYOUT_STASH_KEY } from './harbor';
 import { readTestWeights } from './weights';
@@ -83,7 +83,6 @@ export async function readTerminalBench(dir: string): Promise<Task> {
   const { solution, entries } = await readSolution(dir);
   // solution.yaml entries carry timeouts and key-press flags the Task model does not name.
   if (entries) extra.solutionYaml = entries;
-  const author = { name: f.string(['author_name']), email: f.string(['author_email']) };
 
   return {
     id: basename(dir),
@@ -93,7 +92,7 @@ export async function readTerminalBench(dir: string): Promise<Task> {
     difficulty: f.string(['difficulty']),
     category: f.string(['category']),
     tags: f.stringArray(['tags']) ?? [],
-    author: author.name !== undefined || author.email !== undefined ? author : undefined,
+    author: authorOf(f.string(['author_name']), f.string(['author_email'])),
     environment: await readEnvironment(dir),
     agentTimeoutSec: f.number(['max_agent_timeout_sec'], { positive: true }) ?? TB_DEFAULT_AGENT_TIMEOUT_SEC,
     testTimeoutSec: f.number(['max_test_timeout_sec'], { positive: true }) ?? TB_DEFAULT_TEST_TIMEOUT_SEC,
