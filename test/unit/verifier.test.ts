@@ -61,11 +61,11 @@ function judge(quality: Record<string, number>, margins: Record<string, 1 | 2 | 
   };
 }
 
-async function withVerifier(mode: VerifierMode, respond: (r: ChatRequestRecord) => Reply | Promise<Reply>, fn: (v: MidHarnessVerifier, srv: OpenAIServer) => Promise<void>, extra: Partial<VerifierConfig> = {}) {
+async function withVerifier(mode: VerifierMode, respond: (r: ChatRequestRecord) => Reply | Promise<Reply>, fn: (v: MidHarnessVerifier, srv: OpenAIServer) => Promise<void>, extra: Partial<VerifierConfig> = {}, opts: { log?: (l: string) => void } = {}) {
   const srv = await startOpenAIServer({ models: ['judge'], respond });
   try {
     const { endpoint, ...rest } = extra;
-    const v = new MidHarnessVerifier({ mode, ...rest, endpoint: { model: 'judge', maxRetries: 0, ...endpoint, baseUrl: srv.baseUrl } }, { retryBaseMs: 1 });
+    const v = new MidHarnessVerifier({ mode, ...rest, endpoint: { model: 'judge', maxRetries: 0, ...endpoint, baseUrl: srv.baseUrl } }, { retryBaseMs: 1, ...opts });
     await fn(v, srv);
   } finally {
     await srv.close();
@@ -219,7 +219,8 @@ test('partial pointwise failures: unscored candidates cannot win', async () => {
   }, { concurrency: 1 });
 });
 
-test('token budget: steps down pairwise → listwise → decision-only → first parseable, never over budget', async () => {
+test('token budget: steps down pairwise → listwise → decision-only → first parseable, never over budget, and says so', async () => {
+  const logs: string[] = [];
   await withVerifier('pairwise', judge(quality), async (v) => {
     const modes: string[] = [];
     for (let step = 0; step < 12; step++) {
@@ -238,7 +239,8 @@ test('token budget: steps down pairwise → listwise → decision-only → first
     assert.ok(!modes.includes('pairwise'), 'pairwise (6 calls) cannot fit a 2500-token budget');
     for (const m of ['listwise', 'decision-only', 'none']) assert.ok(modes.includes(m), `${m} missing in ${modes.join(',')}`);
     assert.equal(v.stats.degradedSteps, 12);
-  }, { tokenBudget: 2500 });
+    assert.deepEqual(logs.map((l) => /→ (\S+)/.exec(l)?.[1]), ['listwise', 'decision-only', 'first'], logs.join('\n'));
+  }, { tokenBudget: 2500 }, { log: (l) => logs.push(l) });
 });
 
 test('model policy: N from the generator, the verifier on its own endpoint picks one', async () => {

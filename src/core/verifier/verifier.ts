@@ -35,8 +35,11 @@ interface CallOutcome { text?: string; error?: string; promptTokens: number; out
 export class MidHarnessVerifier {
   readonly stats: VerifierRunStats = { steps: 0, calls: 0, failedCalls: 0, promptTokens: 0, outputTokens: 0, parallelOutputTokens: 0, fallbacks: 0, degradedSteps: 0 };
   private readonly client: ModelClient;
+  private readonly log?: (line: string) => void;
+  private lastMode?: string;
 
   constructor(readonly config: VerifierConfig, options: ModelClientOptions & { client?: ModelClient } = {}) {
+    this.log = options.log;
     this.client = options.client ?? new ModelClient({ temperature: 0, ...config.endpoint }, options);
   }
 
@@ -82,6 +85,10 @@ export class MidHarnessVerifier {
     const plan = this.affordableMode(pre.viable, instruction, history, input.candidates);
     const degradedFrom = plan.mode !== this.config.mode ? this.config.mode : undefined;
     if (degradedFrom) this.stats.degradedSteps++;
+    if (degradedFrom && plan.mode !== this.lastMode) {
+      this.log?.(`verifier token budget: ${this.spentTokens} of ${this.config.tokenBudget} spent, ${degradedFrom} → ${plan.mode === 'none' ? 'first parseable candidate (no verifier calls)' : plan.mode}`);
+    }
+    this.lastMode = plan.mode;
     if (plan.mode === 'none') {
       return { mode: 'none', chosen: fallbackIndex, scores: this.fillScores(n, pre, new Map()), ...base, degradedFrom,
         fallback: `verifier token budget spent (${this.spentTokens} of ${this.config.tokenBudget}): took the first parseable candidate` };
