@@ -74,9 +74,13 @@ export interface NormalizedBody {
 export function normalizeBody(body: string): NormalizedBody {
   let lines = body.split(/\r?\n/);
   while (lines.length > 0 && lines[0]!.trim() === '') lines.shift();
-  while (lines.length > 0 && lines[lines.length - 1]!.trim() === '') lines.pop();
-  if (lines.length >= 2 && /^\s*```[\w-]*\s*$/.test(lines[0]!) && /^\s*```\s*$/.test(lines[lines.length - 1]!)) {
-    lines = lines.slice(1, -1);
+  // Trailing empty lines are noise, except in a `key: |+` block that keeps them; lines of only
+  // spaces stay, since in a block scalar they can be content.
+  if (!/[|>][1-9]?\+/.test(body)) while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+  let last = lines.length - 1;
+  while (last > 0 && lines[last]!.trim() === '') last--;
+  if (last >= 1 && /^\s*```[\w-]*\s*$/.test(lines[0]!) && /^\s*```\s*$/.test(lines[last]!)) {
+    lines = lines.slice(1, last);
   }
   const indents = lines.filter((l) => l.trim() !== '').map((l) => /^ */.exec(l)![0].length);
   const indent = indents.length > 0 ? Math.min(...indents) : 0;
