@@ -155,7 +155,7 @@ test('pre-filters: unparseable and repeat-of-failed ranked last, duplicates comp
   const cands = [
     '<bash>\ncmd: [unclosed\n</bash>',
     bash('pytest -q'),
-    '<bash>\ncmd:   pytest -q\n</bash>',
+    '<bash>\ncmd: "pytest -q"\n</bash>',
     bash('python main.py', 'try again'),
     bash('cat test_main.py'),
   ];

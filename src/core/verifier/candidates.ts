@@ -26,14 +26,14 @@ export interface Prefiltered {
   demoted: Map<number, DemotionReason>;
 }
 
-export function prefilter(candidates: string[], parses: boolean[], lastTurn: { text: string; failed: boolean } | undefined): Prefiltered {
+export function prefilter(candidates: string[], parses: boolean[], lastTurn: { text: string; failed: boolean } | undefined, keyOf: (text: string) => string = actionKey): Prefiltered {
   const viable: number[] = [];
   const duplicateOf = new Map<number, number>();
   const demoted = new Map<number, DemotionReason>();
   const firstByKey = new Map<string, number>();
-  const failedKey = lastTurn?.failed ? actionKey(lastTurn.text) : undefined;
+  const failedKey = lastTurn?.failed ? keyOf(lastTurn.text) : undefined;
   candidates.forEach((text, i) => {
-    const key = actionKey(text);
+    const key = keyOf(text);
     if (!parses[i]) demoted.set(i, 'does-not-parse');
     else if (failedKey !== undefined && key === failedKey) demoted.set(i, 'repeats-failed-action');
     if (demoted.has(i)) return;

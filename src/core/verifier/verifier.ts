@@ -5,7 +5,7 @@ import type { ChatMessage } from '../model/types';
 import type { VerifierDecisionRecord } from '../trajectory/schema';
 import { errorMessage } from '../errors';
 import { lastTurnOf, prefilter, type Prefiltered } from './candidates';
-import { candidateParses } from './parses';
+import { candidateParses, canonicalActionKey } from './parses';
 import { renderPrompt, type PromptKind } from './prompts';
 import { renderCandidates, renderHistory, renderOne, label } from './render';
 import { parseDecision, parsePairwise, parseRanking, parseScore } from './answers';
@@ -64,7 +64,7 @@ export class MidHarnessVerifier {
   private async decide(input: VerifierInput): Promise<VerifierDecisionRecord> {
     const n = input.candidates.length;
     const parses = input.parses ?? input.candidates.map(candidateParses);
-    const pre = prefilter(input.candidates, parses, lastTurnOf(input.messages, input.lastTurnFailed));
+    const pre = prefilter(input.candidates, parses, lastTurnOf(input.messages, input.lastTurnFailed), canonicalActionKey);
     const firstChoice = pre.viable[0] ?? parses.findIndex((p) => p);
     const fallbackIndex = firstChoice >= 0 ? firstChoice : 0;
     const base = { calls: 0, outputTokens: 0, parallelOutputTokens: 0 };
