@@ -216,3 +216,15 @@ test('sample() sends the elided conversation and reports the indices', async () 
     assert.equal(srv.requests[0].body.max_tokens, 100);
   });
 });
+
+test('abort cancels a call in flight without retrying', async () => {
+  await withServer(async (srv, cfg) => {
+    srv.respond = () => ({ latencyMs: 2000, choices: ['late'] });
+    const ac = new AbortController();
+    setTimeout(() => ac.abort('user pressed stop'), 50);
+    const t0 = Date.now();
+    await rejectsWith(new ModelClient(cfg, fast).sample(msgs, 1, { signal: ac.signal }), 'cancelled');
+    assert.ok(Date.now() - t0 < 1500);
+    assert.equal(srv.calls, 1);
+  });
+});
