@@ -41,10 +41,25 @@ describe('tbrl validate with Docker', () => {
     writeFileSync(join(wrong, 'solution.sh'), "#!/bin/bash\nprintf 'Hello, world!\\n' > /app/greeting.txt\n");
     const harbor = join(scratch, 'harbor-scaffold');
     await scaffoldTask(harbor, { format: 'harbor' });
+    // Oracle from solution.yaml: a `block: false` command (a server that never exits) must not hang.
+    const yamlOracle = join(scratch, 'yaml-oracle');
+    await scaffoldTask(yamlOracle);
+    rmSync(join(yamlOracle, 'solution.sh'));
+    writeFileSync(
+      join(yamlOracle, 'solution.yaml'),
+      [
+        '- command: python3 -m http.server 8765 --bind 127.0.0.1',
+        '  block: false',
+        "- command: printf 'Hello, world!\\n' > /app/greeting.txt",
+        '  block: true',
+        '- command: printf 13 > /app/length.txt',
+        '',
+      ].join('\n'),
+    );
 
     const events: ValidationProgress[] = [];
-    const results = await validateTasks([EXAMPLE, trivial, wrong, harbor], { provider, concurrency: 2, onProgress: (e) => events.push(e) });
-    const [example, trivialR, wrongR, harborR] = results;
+    const results = await validateTasks([EXAMPLE, trivial, wrong, harbor, yamlOracle], { provider, concurrency: 2, onProgress: (e) => events.push(e) });
+    const [example, trivialR, wrongR, harborR, yamlR] = results;
 
     assert.equal(example.valid, true, example.problems.join('\n'));
     assert.equal(example.build.status, 'passed');
@@ -69,8 +84,11 @@ describe('tbrl validate with Docker', () => {
     assert.equal(harborR.oracle.score, 1);
     assert.equal(harborR.empty.score, 0);
 
+    assert.equal(yamlR.valid, true, yamlR.problems.join('\n'));
+    assert.equal(yamlR.oracle.score, 1);
+
     // Progress: every task started and finished once, with stage events in between.
-    assert.equal(events.filter((e) => e.type === 'done').length, 4);
+    assert.equal(events.filter((e) => e.type === 'done').length, 5);
     assert.ok(events.some((e) => e.type === 'stage' && e.stage === 'oracle'));
     assert.deepEqual(await validateContainersLeft(), []);
   });

@@ -198,8 +198,12 @@ async function runSolution(task: Task, sandbox: Sandbox): Promise<{ error?: stri
   if (solution.kind === 'commands') {
     // oracleTurns validates the commands the same way the oracle policy will run them.
     oracleTurns(task);
-    for (const command of solution.commands) {
-      const r = await sandbox.exec(command, { timeoutMs });
+    const entries = Array.isArray(task.extra.solutionYaml) ? task.extra.solutionYaml : [];
+    for (const [i, command] of solution.commands.entries()) {
+      // `block: false` sends the keys without waiting (servers, watchers): run it in the background.
+      const entry: unknown = entries[i];
+      const background = typeof entry === 'object' && entry !== null && (entry as { block?: unknown }).block === false;
+      const r = await sandbox.exec(command, { timeoutMs, background });
       if (r.timedOut) return { error: `solution.yaml command timed out after ${task.agentTimeoutSec}s: ${command.slice(0, 80)}` };
     }
     return {};
