@@ -99,4 +99,10 @@ test('CLI: new-task, validate --static-only --json, import tbrl-csv, usage error
   assert.match(imp.stdout, /FAIL line\s+\d+\s+csv-badjson\n\s+row \d+ test_weights.*not valid JSON/);
   assert.match(imp.stdout, /2 written, 5 failed, 0 skipped \(of 7 rows\)/);
   assert.deepEqual((await readdir(join(base, 'imported'))).sort(), ['csv-hello', 'csv-mismatch']);
+
+  const conv = cli(['import', 'task', join(ROOT, 'test/fixtures/tasks/harbor-csv-stats'), join(base, 'as-tb'), '--format', 'tb']);
+  assert.equal(conv.code, 0, conv.stderr);
+  assert.match(conv.stdout, /Wrote a Terminal-Bench task/);
+  assert.match(conv.stdout, /note: .*verifier\.env/);
+  assert.equal((await loadTask(join(base, 'as-tb'))).format, 'terminal-bench');
 });

@@ -2,8 +2,9 @@ import { writeFile } from 'node:fs/promises';
 import type { CliCommand } from '../command';
 import { UsageError } from '../command';
 import { importTbrlCsv, type ImportRowReport } from '../../core/tasks/import-csv';
+import { convertTask } from '../../core/tasks/convert';
 
-const SOURCES = ['tbrl-csv'];
+const SOURCES = ['tbrl-csv', 'task'];
 
 function rowLine(r: ImportRowReport): string {
   const mark = r.status === 'written' ? 'ok  ' : r.status === 'written-with-problems' ? 'warn' : r.status === 'skipped' ? 'skip' : 'FAIL';
@@ -12,20 +13,33 @@ function rowLine(r: ImportRowReport): string {
 
 export const importCommand: CliCommand = {
   name: 'import',
-  summary: 'Import tasks from another dataset format (tbrl-csv: the Terminal-Bench-RL dataset CSV)',
+  summary: 'Import tasks: the Terminal-Bench-RL dataset CSV, or one task converted to Terminal-Bench or Harbor',
   usage: [
     'import tbrl-csv <file.csv> <out-dir> [--json report.json] [--verbose]',
+    'import task <task-dir> <out-dir> --format tb|harbor',
     '',
-    'Each row becomes a Terminal-Bench task directory <out-dir>/<task_id>. A per-row report says what',
-    'was written, what failed and why. Existing task directories are left untouched.',
+    'tbrl-csv: each row becomes a Terminal-Bench task directory <out-dir>/<task_id>. A per-row report',
+    'says what was written, what failed and why. Existing task directories are left untouched.',
+    'task: writes a Terminal-Bench 1.x or Harbor task in the other format and lists what the target',
+    'format cannot carry (converting back restores it).',
   ].join('\n'),
   options: {
     json: { type: 'string' },
     verbose: { type: 'boolean', default: false },
+    format: { type: 'string' },
   },
   async run({ positionals, values }) {
     const [source, file, out] = positionals;
-    if (!source || !SOURCES.includes(source)) throw new UsageError(`the first argument names the source format: ${SOURCES.join(', ')}.`);
+    if (!source || !SOURCES.includes(source)) throw new UsageError(`the first argument names the source: ${SOURCES.join(', ')}.`);
+    if (source === 'task') {
+      if (!file || !out || positionals.length !== 3) throw new UsageError('give the task directory and the output directory, e.g. `tbrl import task tasks/a out/a --format harbor`.');
+      const format = values.format === 'tb' || values.format === 'terminal-bench' ? 'terminal-bench' : values.format === 'harbor' ? 'harbor' : undefined;
+      if (!format) throw new UsageError('--format must be tb or harbor (the format to write).');
+      const result = await convertTask(file, out, format);
+      console.log(`Wrote ${format === 'harbor' ? 'a Harbor' : 'a Terminal-Bench'} task to ${result.dir}`);
+      for (const w of result.warnings) console.log(`  note: ${w}`);
+      return 0;
+    }
     if (!file || !out || positionals.length !== 3) throw new UsageError('give the CSV file and the output directory, e.g. `tbrl import tbrl-csv dataset.csv tasks/`.');
     const report = await importTbrlCsv(file, out, {
       onRow: (r) => {
