@@ -200,7 +200,10 @@ async function harborCopyWith(tomlText: string): Promise<string> {
 
 test('malformed task.yaml: syntax error names file and line', async () => {
   const dir = await tbCopyWith('instruction: |-\n  Do it.\ndifficulty: easy\ntags: [a, b\nmax_agent_timeout_sec: 10\n');
-  await expectTbrlError(loadTask(dir), 'TASK_FILE_MALFORMED', `${join(dir, 'task.yaml')}:`, 'not valid YAML');
+  // The unclosed list on line 4 is noticed where the next key starts.
+  await expectTbrlError(loadTask(dir), 'TASK_FILE_MALFORMED', `${join(dir, 'task.yaml')}:5:`, 'not valid YAML');
+  const dup = await tbCopyWith('instruction: x\ndifficulty: easy\ndifficulty: hard\n');
+  await expectTbrlError(loadTask(dup), 'TASK_FILE_MALFORMED', `${join(dup, 'task.yaml')}:3:`, 'unique');
 });
 
 test('task.yaml field of the wrong type names file, line and field', async () => {

@@ -27,7 +27,7 @@ export function parseYamlDoc(file: string, text: string, example: string, option
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   const first = doc.errors[0];
   if (first) {
-    const line = first.linePos?.[0]?.line;
+    const line = first.linePos?.[0]?.line ?? lineCounter.linePos(first.pos[0]).line;
     throw new TbrlError(
       'TASK_FILE_MALFORMED',
       `${where(file, line)}: ${file.split('/').pop()} is not valid YAML: ${first.message.split('\n')[0]}`,
