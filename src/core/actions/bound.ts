@@ -73,10 +73,25 @@ export function wrapBounded(tag: string, body: string, maxBytes: number): string
   return open + boundText(body, maxBytes - overhead).text + close;
 }
 
+/**
+ * Like `wrapBounded`, but `trailer` (exit code, how to read on, ...) is kept whole and only
+ * `main` is shortened: the facts about the output matter more than its middle.
+ */
+export function wrapWithTrailer(tag: string, main: string, trailer: string, maxBytes: number): string {
+  if (!trailer) return wrapBounded(tag, main, maxBytes);
+  const overhead = byteLength(`<${tag}>\n\n</${tag}>`) + byteLength(trailer) + 1;
+  if (maxBytes <= overhead + 32) return wrapBounded(tag, `${main}\n${trailer}`, maxBytes);
+  const body = main === '' ? trailer : `${boundText(main, maxBytes - overhead).text}\n${trailer}`;
+  return wrapBounded(tag, body, maxBytes);
+}
+
 /** Clip an excerpt for quoting inside a message (characters, not bytes: these are short). */
 export function clipChars(text: string, maxChars: number): string {
   if (text.length <= maxChars) return text;
-  const head = Math.ceil(maxChars * 0.7);
-  const tail = Math.max(0, maxChars - head);
+  let head = Math.ceil(maxChars * 0.7);
+  let tail = Math.max(0, maxChars - head);
+  // Never split a surrogate pair: half an emoji would be a lone surrogate in the observation.
+  if (/[\uD800-\uDBFF]/.test(text[head - 1] ?? '')) head--;
+  if (tail > 0 && /[\uDC00-\uDFFF]/.test(text[text.length - tail] ?? '')) tail--;
   return `${text.slice(0, head)}\n[... ${text.length - head - tail} characters omitted ...]\n${tail > 0 ? text.slice(text.length - tail) : ''}`;
 }

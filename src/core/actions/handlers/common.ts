@@ -1,0 +1,83 @@
+/** What every handler shares: the outcome shape, path resolution in the sandbox, error wording. */
+import { posix } from 'node:path';
+import type { ActionContext, ParsedAction } from '../types';
+import type { CommandTrace } from '../../trace/types';
+import { wrapWithTrailer } from '../bound';
+
+/** A handler's part of the record; the executor adds kind, input and duration. */
+export interface HandlerOutcome {
+  observation: string;
+  ok: boolean;
+  exitCode?: number | null;
+  timedOut?: boolean;
+  trace?: CommandTrace;
+  endsEpisode?: boolean;
+}
+
+export type Handler = (action: ParsedAction, ctx: ActionContext) => Promise<HandlerOutcome>;
+
+/** Files larger than this are not loaded whole into memory for read/edit. */
+export const MAX_FILE_BYTES = 16 * 1024 * 1024;
+/** Upper bound for helper commands (stat, find, rg) when the agent did not choose one. */
+export const HELPER_TIMEOUT_MS = 60_000;
+
+export function output(tag: string, ctx: ActionContext, main: string, trailer = '', ok = true): HandlerOutcome {
+  return { observation: wrapWithTrailer(tag, main, trailer, ctx.maxObservationBytes), ok };
+}
+
+export function failure(tag: string, ctx: ActionContext, message: string): HandlerOutcome {
+  return output(tag, ctx, `Error: ${message}`, '', false);
+}
+
+export function emptyTrace(): CommandTrace {
+  return { reads: [], writes: [], stdoutValues: [], ports: [], processes: [] };
+}
+
+export function helperTimeout(ctx: ActionContext): number {
+  return Math.min(ctx.defaultTimeoutMs > 0 ? ctx.defaultTimeoutMs : HELPER_TIMEOUT_MS, HELPER_TIMEOUT_MS);
+}
+
+/** The persistent shell's working directory: relative paths mean what they mean in `bash`. */
+export async function shellCwd(ctx: ActionContext): Promise<string> {
+  const r = await ctx.sandbox.exec('pwd', { timeoutMs: 10_000 });
+  const line = r.output.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('/')).pop();
+  return line ?? '/';
+}
+
+export async function resolvePath(ctx: ActionContext, path: string): Promise<string> {
+  const p = path.trim();
+  if (p.startsWith('/')) return posix.normalize(p);
+  if (p === '~' || p.startsWith('~/')) {
+    const home = (await ctx.sandbox.exec('printf "%s\\n" "$HOME"', { timeoutMs: 10_000 })).output.trim() || '/root';
+    return posix.join(home, p.slice(1));
+  }
+  return posix.resolve(await shellCwd(ctx), p);
+}
+
+export interface PathInfo {
+  /** The path with symlinks resolved (writes go to the link's target, as `>` would). */
+  real: string;
+  exists: boolean;
+  type?: 'file' | 'directory' | 'other';
+  size?: number;
+  /** Permission bits, to keep an executable script executable after an edit. */
+  mode?: number;
+}
+
+const INSPECT_SCRIPT = 'r=$(readlink -f -- "$1" 2>/dev/null) || r=""; [ -n "$r" ] || r="$1"; printf "%s\\n" "$r"; stat -c "%F|%s|%a" -- "$r" 2>/dev/null || echo missing';
+
+export async function inspectPath(ctx: ActionContext, abs: string): Promise<PathInfo> {
+  const r = await ctx.sandbox.execArgv(['sh', '-c', INSPECT_SCRIPT, 'tbrl-inspect', abs], { timeoutMs: helperTimeout(ctx) });
+  const lines = r.output.split('\n');
+  const real = lines[0]?.startsWith('/') ? lines[0] : abs;
+  const stat = lines[1] ?? 'missing';
+  const m = /^(.*)\|(\d+)\|([0-7]+)$/.exec(stat);
+  if (!m) return { real, exists: false };
+  const type = /directory/.test(m[1]!) ? 'directory' : /regular/.test(m[1]!) ? 'file' : 'other';
+  return { real, exists: true, type, size: Number(m[2]), mode: parseInt(m[3]!, 8) };
+}
+
+export function plural(n: number, word: string): string {
+  if (n === 1) return `${n} ${word}`;
+  return `${n} ${/[^aeiou]y$/.test(word) ? `${word.slice(0, -1)}ies` : `${word}s`}`;
+}
