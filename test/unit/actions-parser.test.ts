@@ -155,6 +155,7 @@ describe('errors, one per kind', () => {
   test('invalid values across fields', () => {
     assertHelpful(onlyError('<file>\naction: edit\nfile_path: /a\nold_string: a\nnew_string: a\n</file>'), 'invalid-value', 'identical');
     assertHelpful(onlyError('<todo>\noperations: []\n</todo>'), 'invalid-value', 'nothing to do');
+    assertHelpful(onlyError('<todo>\naction: add\ncontent: x\n</todo>'), 'invalid-value', 'takes a list of operations');
   });
   test('missing and unknown action', () => {
     assertHelpful(onlyError('<file>\nfile_path: /a\n</file>'), 'missing-action', 'read, write, edit, multi_edit, metadata');

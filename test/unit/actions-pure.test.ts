@@ -6,6 +6,7 @@ import { planGlob, matchGlob, findArgv, ignoreFilter } from '../../src/core/acti
 import { boundText, wrapBounded, cutBytes } from '../../src/core/actions/bound';
 import { renderRead } from '../../src/core/actions/view';
 import { editDistance, closest } from '../../src/core/actions/suggest';
+import { grepArgv } from '../../src/core/actions/handlers/search';
 
 const e = (old_string: string, new_string: string, replace_all = false) => ({ old_string, new_string, replace_all });
 
@@ -125,7 +126,8 @@ describe('glob', () => {
   test('find argv prunes heavy dirs unless named', () => {
     assert.ok(findArgv('/app', '**/*.js').includes('node_modules'));
     assert.ok(!findArgv('/app', 'node_modules/**/*.js').includes('node_modules'));
-    assert.equal(findArgv('/app', '*')[1], '/app');
+    assert.equal(findArgv('/app', '*')[1], '/app/');
+    assert.equal(findArgv('/', '*')[1], '/');
   });
 
   test('ls ignore patterns', () => {
@@ -181,5 +183,19 @@ describe('suggestions', () => {
     assert.equal(editDistance('kitten', 'sitting'), 3);
     assert.equal(closest('timeout', ['cmd', 'timeout_secs']), 'timeout_secs');
     assert.equal(closest('zzz', ['cmd', 'block']), undefined);
+  });
+});
+
+describe('grep argv', () => {
+  test('ripgrep: sorted, line numbers, file names, include as a glob, pattern after -e, path after --', () => {
+    const a = grepArgv(true, { action: 'grep', pattern: '-x', include: '*.py' }, '/app');
+    assert.equal(a[0], 'rg');
+    for (const f of ['--line-number', '--with-filename', '--no-heading', '--sort']) assert.ok(a.includes(f), f);
+    assert.deepEqual(a.slice(a.indexOf('-g', a.indexOf('!.git')), a.indexOf('-g', a.indexOf('!.git')) + 2), ['-g', '*.py']);
+    assert.deepEqual(a.slice(-4), ['-e', '-x', '--', '/app']);
+  });
+  test('grep fallback: recursive, numbered, ERE, --include', () => {
+    const a = grepArgv(false, { action: 'grep', pattern: 'a|b', include: '*.ts' }, '/src');
+    assert.deepEqual(a, ['grep', '-rnIHE', '--exclude-dir=.git', '--include=*.ts', '-e', 'a|b', '--', '/src']);
   });
 });

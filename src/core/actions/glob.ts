@@ -35,7 +35,8 @@ export function findArgv(root: string, pattern: string): string[] {
   const prune: string[] = [];
   for (const p of ALWAYS_PRUNED) prune.push(...(prune.length ? ['-o'] : []), '-path', p);
   for (const n of names) prune.push('-o', '-name', n);
-  return ['find', root, '(', ...prune, ')', '-prune', '-o', '(', '-type', 'f', '-o', '-type', 'l', ')', '-print'];
+  // A trailing slash makes find descend into a root that is a symlink to a directory.
+  return ['find', root === '/' ? '/' : `${root}/`, '(', ...prune, ')', '-prune', '-o', '(', '-type', 'f', '-o', '-type', 'l', ')', '-print'];
 }
 
 export interface GlobMatch {

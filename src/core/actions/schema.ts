@@ -286,6 +286,10 @@ function validateFields(spec: ActionSpec, obj: Record<string, unknown>): Validat
 /** Validate a YAML mapping for `tag`. */
 export function validateAction(tag: ActionTag, obj: Record<string, unknown>): ValidationResult {
   const specs = SPECS.filter((s) => s.tag === tag);
+  if (tag === 'todo' && 'action' in obj && !('operations' in obj)) {
+    // The single-operation form is the most common todo mistake; say what the batch form is.
+    return { ok: false, code: 'invalid-value', kind: 'todo', problems: ['<todo> takes a list of operations, not a single `action`: write `operations:` and under it one `- action: add` (with `content:`) or `- action: complete` (with `task_id:`) per operation'] };
+  }
   if (specs.length === 1 && !specs[0]!.action) return validateFields(specs[0]!, obj);
   const names = specs.map((s) => s.action!);
   const action = obj.action;
