@@ -219,9 +219,12 @@ test('sample() sends the elided conversation and reports the indices', async () 
 
 test('abort cancels a call in flight without retrying', async () => {
   await withServer(async (srv, cfg) => {
-    srv.respond = () => ({ latencyMs: 2000, choices: ['late'] });
     const ac = new AbortController();
-    setTimeout(() => ac.abort('user pressed stop'), 50);
+    // Abort only once the request is really in flight at the server.
+    srv.respond = () => {
+      setTimeout(() => ac.abort('user pressed stop'), 20);
+      return { latencyMs: 2000, choices: ['late'] };
+    };
     const t0 = Date.now();
     await rejectsWith(new ModelClient(cfg, fast).sample(msgs, 1, { signal: ac.signal }), 'cancelled');
     assert.ok(Date.now() - t0 < 1500);
