@@ -12,6 +12,8 @@ const common = {
   sourcemap: true,
   logLevel: 'warning',
   external: ['cpu-features', 'ssh2', 'bufferutil', 'utf-8-validate'],
+  // Prefer ES module builds: jsonc-parser's UMD build requires './impl/*' at run time, which a bundle cannot resolve.
+  mainFields: ['module', 'main'],
 };
 
 const builds = [

@@ -3,6 +3,7 @@ import { exportLabelsCommand } from './export-labels';
 import { graphCommand } from './graph';
 import { creditCommand } from './credit';
 import { replayCommand } from './replay';
+import { runCommand } from './run';
 import { judgeEvalCommand } from './judge-eval';
 import { validateCommand } from './validate';
 import { importCommand } from './import';
@@ -15,6 +16,7 @@ export const commands: CliCommand[] = [
   graphCommand,
   creditCommand,
   replayCommand,
+  runCommand,
   judgeEvalCommand,
   validateCommand,
   importCommand,

@@ -1,4 +1,5 @@
 import type { StepRecord, TrajectoryFooter, TrajectoryHeader } from '../trajectory/schema';
+import { PARSE_ERROR } from '../trajectory/replay';
 
 /** A short human-readable report of one run, written next to trajectory.jsonl. */
 export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord[]; footer: TrajectoryFooter; policyDescription: string; trajectoryPath: string; warnings?: string[] }): string {
@@ -38,9 +39,10 @@ export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord
   }
   lines.push('## Steps', '', '| # | Actions | Exit codes | Duration |', '|---|---|---|---|');
   for (const s of steps) {
-    const kinds = s.actions.map((a) => a.kind).join(', ') || (s.parseErrors.length ? `${s.parseErrors.length} parse error(s)` : 'no action');
-    const codes = s.actions.filter((a) => a.kind === 'bash').map((a) => (a.timedOut ? 'timeout' : String(a.exitCode ?? '-'))).join(', ');
-    lines.push(`| ${s.index} | ${kinds}${s.parseErrors.length && s.actions.length ? ` + ${s.parseErrors.length} parse error(s)` : ''} | ${codes} | ${(s.durationMs / 1000).toFixed(1)} s |`);
+    const ran = s.actions.filter((a) => a.kind !== PARSE_ERROR);
+    const kinds = [...ran.map((a) => a.kind), ...(s.parseErrors.length ? [`${s.parseErrors.length} parse error(s)`] : [])].join(', ') || 'no action';
+    const codes = ran.filter((a) => a.kind === 'bash').map((a) => (a.timedOut ? 'timeout' : String(a.exitCode ?? '-'))).join(', ');
+    lines.push(`| ${s.index} | ${kinds} | ${codes} | ${(s.durationMs / 1000).toFixed(1)} s |`);
   }
   lines.push('');
   const d = footer.depgpo;

@@ -1,6 +1,9 @@
 import type { Trajectory } from './reader';
 import type { ActionRecord, StepRecord } from './schema';
 
+/** Parse errors are recorded among the actions, in their place in the turn, under this kind. */
+export const PARSE_ERROR = 'parse_error';
+
 export interface ReplayOptions {
   /** Characters of each observation and turn shown (the rest is summarised). */
   maxChars?: number;
@@ -48,10 +51,11 @@ export function formatStep(s: StepRecord, options: ReplayOptions = {}): string {
   }
   out.push('  turn:', indent(clip(s.chosenText.trim() || '(empty)', max)));
   for (const a of s.actions) {
-    out.push(`  ▸ ${actionSummary(a)}`);
+    out.push(a.kind === PARSE_ERROR ? '  ✗ parse error:' : `  ▸ ${actionSummary(a)}`);
     if (a.observation) out.push(indent(clip(a.observation, max)));
   }
-  for (const e of s.parseErrors) out.push('  ✗ parse error:', indent(clip(e, max)));
+  const shown = new Set(s.actions.map((a) => a.observation));
+  for (const e of s.parseErrors) if (!shown.has(e)) out.push('  ✗ parse error:', indent(clip(e, max)));
   const open = s.todos.filter((t) => !t.done).length;
   if (s.todos.length) out.push(`  todos: ${s.todos.length - open} done, ${open} open`);
   return out.join('\n');

@@ -1,0 +1,145 @@
+import type { CliCommand } from '../command';
+import { UsageError } from '../command';
+import { runTask, type RunProgress, type RunTaskResult } from '../../core/run/run-task';
+import { actionSummary, PARSE_ERROR } from '../../core/trajectory/replay';
+import type { StepRecord } from '../../core/trajectory/schema';
+import { TbrlError } from '../../core/errors';
+
+function num(values: Record<string, unknown>, key: string, integer: boolean): number | undefined {
+  const raw = values[key];
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || (integer && !Number.isInteger(n)) || n <= 0) {
+    throw new UsageError(`--${key} must be a positive ${integer ? 'whole number' : 'number'}, not "${String(raw)}" (e.g. --${key} ${key === 'n' ? 4 : key === 'max-time' ? 600 : 30}).`);
+  }
+  return n;
+}
+
+function stepLine(s: StepRecord): string {
+  const parts = s.actions.filter((a) => a.kind !== PARSE_ERROR).map((a) => actionSummary(a));
+  if (s.parseErrors.length) parts.push(`${s.parseErrors.length} parse error(s)`);
+  if (parts.length === 0) parts.push('no action');
+  const tokens = s.usage.promptTokens || s.usage.completionTokens ? `, ${s.usage.promptTokens}+${s.usage.completionTokens} tok` : '';
+  return `  step ${s.index} (${(s.durationMs / 1000).toFixed(1)} s${tokens}): ${parts.join('; ')}`;
+}
+
+function printProgress(e: RunProgress): void {
+  switch (e.type) {
+    case 'info':
+      console.error(`tbrl: ${e.message}`);
+      break;
+    case 'phase':
+      console.error(`• ${e.message}`);
+      break;
+    case 'build':
+      console.error(`  | ${e.line.trimEnd()}`);
+      break;
+    case 'step':
+      console.error(stepLine(e.step));
+      break;
+    case 'warning':
+      console.error(`  ! ${e.message.split('\n')[0]}`);
+      break;
+    case 'step-start':
+      break;
+  }
+}
+
+function printSummary(r: RunTaskResult): void {
+  const f = r.footer;
+  const secs = (Date.parse(f.endedAt) - Date.parse(r.header.startedAt)) / 1000;
+  const reward = f.reward;
+  console.log('');
+  console.log(`Task:       ${r.header.task.id}`);
+  console.log(`Policy:     ${r.policyDescription}`);
+  console.log(`Steps:      ${f.steps} (ended: ${f.endReason}${f.endMessage ? ` — ${f.endMessage.split('\n')[0]}` : ''})`);
+  if (reward) {
+    const tests = reward.tests !== undefined ? `tests ${reward.tests.toFixed(3)}` : `tests not scored (${reward.testError?.kind})`;
+    const judge = reward.judge && 'score' in reward.judge ? `, judge ${reward.judge.score.toFixed(3)}` : '';
+    console.log(`Reward:     ${reward.total.toFixed(3)} (${tests}${judge})`);
+  } else {
+    console.log('Reward:     not computed');
+  }
+  console.log(`Time:       ${secs.toFixed(1)} s`);
+  console.log(`Tokens:     ${f.usage.promptTokens} prompt + ${f.usage.completionTokens} completion`);
+  if (f.depgpo) console.log(`DepGPO:     factors ${f.depgpo.factors.map((x) => x.toFixed(2)).join(' ')}${f.depgpo.fallback ? ` (fallback: ${f.depgpo.fallback})` : ''}`);
+  console.log(`Trajectory: ${r.trajectoryPath}`);
+  console.log(`Report:     ${r.reportPath}`);
+}
+
+export const runCommand: CliCommand = {
+  name: 'run',
+  summary: 'Run an agent on a task in a container; writes a trajectory, a reward and a report',
+  usage: [
+    'run <task-dir> [--base-url URL] [--model NAME] [--api-key KEY] [--n N] [--policy model|oracle]',
+    '                [--verifier listwise|pointwise|pairwise|decision-only] [--max-steps N] [--max-time SEC]',
+    '                [--max-tokens N] [--out DIR] [--checkpoint] [--no-trace]',
+    '',
+    'Without an endpoint (--base-url, OPENAI_BASE_URL or .tbrl/config.json) the oracle policy runs the',
+    "task's reference solution. The model name comes from --model, TBRL_MODEL or the config file.",
+    'Output: runs/<task>-<time>/trajectory.jsonl and report.md (or --out DIR).',
+  ].join('\n'),
+  options: {
+    'base-url': { type: 'string' },
+    model: { type: 'string' },
+    'api-key': { type: 'string' },
+    n: { type: 'string' },
+    policy: { type: 'string' },
+    verifier: { type: 'string' },
+    'max-steps': { type: 'string' },
+    'max-time': { type: 'string' },
+    'max-tokens': { type: 'string' },
+    out: { type: 'string' },
+    checkpoint: { type: 'boolean' },
+    'no-trace': { type: 'boolean' },
+  },
+  async run({ positionals, values }) {
+    if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing <task-dir> (e.g. tbrl run examples/hello-world)' : `expected one task directory, got ${positionals.length}: ${positionals.join(' ')}`);
+    const policy = values.policy as string | undefined;
+    if (policy !== undefined && policy !== 'model' && policy !== 'oracle') throw new UsageError(`--policy must be model or oracle, not "${policy}"`);
+
+    const controller = new AbortController();
+    let interrupts = 0;
+    const onSigint = (): void => {
+      interrupts++;
+      if (interrupts === 1) {
+        console.error('\ntbrl: interrupting after the current step (Ctrl-C again to quit at once; completed steps are already on disk)');
+        controller.abort('interrupted');
+      } else {
+        process.exit(130);
+      }
+    };
+    process.on('SIGINT', onSigint);
+    try {
+      const result = await runTask({
+        taskDir: positionals[0],
+        baseUrl: values['base-url'] as string | undefined,
+        model: values.model as string | undefined,
+        apiKey: values['api-key'] as string | undefined,
+        n: num(values, 'n', true),
+        policy: policy as 'model' | 'oracle' | undefined,
+        verifier: values.verifier as string | undefined,
+        maxSteps: num(values, 'max-steps', true),
+        maxTimeSec: num(values, 'max-time', false),
+        maxTokens: num(values, 'max-tokens', true),
+        outDir: values.out as string | undefined,
+        checkpoint: values.checkpoint === true,
+        trace: values['no-trace'] !== true,
+        signal: controller.signal,
+        onProgress: printProgress,
+      });
+      printSummary(result);
+      return result.footer.endReason === 'interrupted' ? 130 : 0;
+    } catch (err) {
+      const result = (err as { result?: RunTaskResult }).result;
+      if (err instanceof TbrlError && result) {
+        console.error(`tbrl run: ${err.message}`);
+        printSummary(result);
+        return controller.signal.aborted ? 130 : 1;
+      }
+      throw err;
+    } finally {
+      process.off('SIGINT', onSigint);
+    }
+  },
+};

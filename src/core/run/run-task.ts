@@ -1,0 +1,266 @@
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { TbrlError, errorMessage } from '../errors';
+import type { Policy } from '../agent/policy';
+import { runAgentLoop, type BeforeExecuteDecision, type LoopResult, type PendingTurn } from '../agent/loop';
+import { createOraclePolicy } from '../agent/oracle';
+import { loadSystemPrompt } from '../agent/prompt';
+import { createModelPolicy } from '../model/policy';
+import { VERIFIER_MODES, type VerifierConfig, type VerifierMode } from '../verifier/types';
+import type { Sandbox, SandboxProvider } from '../sandbox/types';
+import { DockerSandboxProvider } from '../sandbox/provider';
+import { createTracedSandbox } from '../trace/traced-sandbox';
+import { loadTask } from '../tasks/load';
+import type { Task } from '../tasks/model';
+import { TrajectoryWriter } from '../trajectory/writer';
+import { TRAJECTORY_SCHEMA } from '../trajectory/schema';
+import type { DepgpoRecord, RewardRecord, StepRecord, TrajectoryFooter, TrajectoryHeader } from '../trajectory/schema';
+import type { VerifierTrace } from '../trace/types';
+import { VERSION } from '../version';
+import { resolveRunConfig, type ResolvedRunConfig, type RunConfigInput } from './config';
+import { depgpoInput, toDepgpoRecord } from '../depgpo/trajectory';
+import { computeDepgpo } from '../depgpo/compute';
+import { renderReport } from './report';
+import { computeReward } from '../reward/index';
+
+export type RunProgress =
+  | { type: 'info'; message: string }
+  | { type: 'build'; line: string }
+  | { type: 'phase'; phase: 'task' | 'sandbox' | 'agent' | 'reward' | 'depgpo' | 'report'; message: string }
+  | { type: 'step-start'; step: number }
+  | { type: 'step'; step: StepRecord }
+  | { type: 'warning'; message: string };
+
+export interface RunTaskOptions extends RunConfigInput {
+  taskDir: string;
+  /** Exact output directory; default `<runsDir>/<task>-<timestamp>`. */
+  outDir?: string;
+  /** Parent of per-run directories; default `<cwd>/runs`. */
+  runsDir?: string;
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  /** A ready policy (scripted in tests, human in the editor); skips endpoint resolution. */
+  policyOverride?: Policy;
+  sandboxProvider?: SandboxProvider;
+  onProgress?: (event: RunProgress) => void;
+  signal?: AbortSignal;
+  beforeExecute?: (step: number, turn: PendingTurn) => Promise<BeforeExecuteDecision>;
+  /** Commit the container after each step so the debugger can fork or step back. */
+  checkpoint?: boolean;
+  /** Trace commands for DepGPO (default on; the sandbox says when it cannot). */
+  trace?: boolean;
+  /** Skip the reward (e.g. an editor session that only explores). */
+  skipReward?: boolean;
+}
+
+export interface RunTaskResult {
+  runId: string;
+  outDir: string;
+  trajectoryPath: string;
+  reportPath: string;
+  header: TrajectoryHeader;
+  steps: StepRecord[];
+  footer: TrajectoryFooter;
+  policyDescription: string;
+  warnings: string[];
+}
+
+function timestamp(d = new Date()): string {
+  return d.toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
+}
+
+function safeName(s: string): string {
+  return s.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 60) || 'task';
+}
+
+function buildPolicy(task: Task, config: ResolvedRunConfig, env: NodeJS.ProcessEnv): { policy: Policy; header: TrajectoryHeader['policy']; verifier?: TrajectoryHeader['verifier'] } {
+  if (config.policy === 'oracle') return { policy: createOraclePolicy(task), header: { kind: 'oracle' } };
+  const m = config.model!;
+  const modelConfig = { baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, temperature: m.temperature, maxTokens: m.maxTokens, contextTokens: m.contextTokens };
+  let verifier: VerifierConfig | undefined;
+  let verifierHeader: TrajectoryHeader['verifier'];
+  if (config.verifier && config.verifier !== 'none') {
+    if (!VERIFIER_MODES.includes(config.verifier as VerifierMode)) {
+      throw new TbrlError('config-invalid', `Unknown verifier mode "${config.verifier}".`, `Use one of: ${VERIFIER_MODES.join(', ')}, or none.`);
+    }
+    if (m.n < 2) throw new TbrlError('config-invalid', `The ${config.verifier} verifier needs several candidates to choose from, but n=${m.n}.`, 'Sample more candidates, e.g. --n 4, or drop --verifier.');
+    // The verifier uses the generator's endpoint unless TBRL_VERIFIER_MODEL names another model on it.
+    const verifierModel = env.TBRL_VERIFIER_MODEL || m.model;
+    verifier = { mode: config.verifier as VerifierMode, endpoint: { ...modelConfig, model: verifierModel } };
+    verifierHeader = { mode: config.verifier, n: m.n, model: verifierModel };
+  }
+  return {
+    policy: createModelPolicy(modelConfig, { n: m.n, verifier }),
+    header: { kind: 'model', model: m.model, baseUrl: m.baseUrl, n: m.n },
+    verifier: verifierHeader,
+  };
+}
+
+/**
+ * One run end to end: task → sandbox → agent loop → reward → DepGPO → footer and report. The
+ * sandbox is always closed; an error or interrupt still leaves a trajectory whose footer says so.
+ */
+export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
+  const cwd = options.cwd ?? process.cwd();
+  const env = options.env ?? process.env;
+  const progress = options.onProgress ?? (() => {});
+  const warnings: string[] = [];
+  const warn = (message: string): void => {
+    warnings.push(message);
+    progress({ type: 'warning', message });
+  };
+
+  progress({ type: 'phase', phase: 'task', message: `Loading task ${options.taskDir}` });
+  const task = await loadTask(resolve(cwd, options.taskDir));
+  const config = resolveRunConfig(options, env, cwd);
+  let policyHeader: TrajectoryHeader['policy'];
+  let verifierHeader: TrajectoryHeader['verifier'];
+  let policy: Policy;
+  if (options.policyOverride) {
+    policy = options.policyOverride;
+    policyHeader = { kind: policy.kind };
+  } else {
+    ({ policy, header: policyHeader, verifier: verifierHeader } = buildPolicy(task, config, env));
+    progress({ type: 'info', message: config.policyReason });
+  }
+  const prompt = loadSystemPrompt();
+
+  const started = new Date();
+  const runId = `${safeName(task.id)}-${timestamp(started)}-${randomBytes(2).toString('hex')}`;
+  const outDir = options.outDir ? resolve(cwd, options.outDir) : join(resolve(cwd, options.runsDir ?? 'runs'), `${safeName(task.id)}-${timestamp(started)}`);
+  const trajectoryPath = join(outDir, 'trajectory.jsonl');
+  const reportPath = join(outDir, 'report.md');
+
+  const header: TrajectoryHeader = {
+    type: 'header',
+    schema: TRAJECTORY_SCHEMA,
+    runId,
+    startedAt: started.toISOString(),
+    task: { id: task.id, dir: task.dir, format: task.format, instruction: task.instruction },
+    policy: policyHeader,
+    ...(verifierHeader ? { verifier: verifierHeader } : {}),
+    config: { policyDescription: policy.description, configSources: config.sources, checkpoint: !!options.checkpoint, trace: options.trace ?? true },
+    versions: { tbrl: VERSION, node: process.version, promptVersion: prompt.version },
+    systemPrompt: prompt.text,
+    limits: { maxSteps: config.maxSteps, ...(config.maxTimeSec !== undefined ? { maxTimeSec: config.maxTimeSec } : {}), ...(config.maxTokens !== undefined ? { maxTokens: config.maxTokens } : {}) },
+  };
+
+  let writer: TrajectoryWriter | undefined;
+  let sandbox: Sandbox | undefined;
+  const steps: StepRecord[] = [];
+  let loop: LoopResult | undefined;
+  let reward: RewardRecord | undefined;
+  let verifierTrace: VerifierTrace | undefined;
+  let depgpo: DepgpoRecord | undefined;
+  let failure: unknown;
+
+  try {
+    progress({ type: 'phase', phase: 'sandbox', message: `Starting the sandbox (${'image' in task.environment ? task.environment.image : `building ${task.environment.dockerfile}`})` });
+    const provider = options.sandboxProvider ?? new DockerSandboxProvider();
+    const inner = await provider.create({
+      image: 'image' in task.environment ? { kind: 'image', image: task.environment.image } : { kind: 'dockerfile', context: task.environment.context, dockerfile: task.environment.dockerfile },
+      runId,
+      network: task.allowInternet,
+      onProgress: (line) => progress({ type: 'build', line }),
+      signal: options.signal,
+    });
+    // Tracing is best effort: when the helper cannot start, the run goes on untraced and the header says why.
+    try {
+      sandbox = await createTracedSandbox(inner, { enabled: options.trace !== false });
+    } catch (err) {
+      sandbox = inner;
+      warn(`Tracing could not be set up: ${errorMessage(err)}`);
+    }
+    const info = sandbox.info;
+    header.sandbox = { image: info.image, ...(info.substitutedFrom ? { substitutedFrom: info.substitutedFrom } : {}), ...(info.workspaceMode ? { workspaceMode: info.workspaceMode } : {}), tracing: info.tracing };
+    if (!info.tracing.available) warn(`Tracing is off (${info.tracing.reason ?? 'unavailable'}): DepGPO will fall back to f_t = 1.`);
+    writer = TrajectoryWriter.create(trajectoryPath, header);
+
+    progress({ type: 'phase', phase: 'agent', message: `Running ${policy.description} (max ${config.maxSteps} steps${config.maxTimeSec ? `, ${config.maxTimeSec} s` : ''}${config.maxTokens ? `, ${config.maxTokens} tokens` : ''})` });
+    const w = writer;
+    loop = await runAgentLoop({
+      policy,
+      sandbox,
+      task,
+      systemPrompt: prompt.text,
+      limits: { maxSteps: config.maxSteps, maxTimeMs: config.maxTimeSec !== undefined ? config.maxTimeSec * 1000 : undefined, maxTokens: config.maxTokens },
+      trace: options.trace ?? true,
+      checkpoint: options.checkpoint,
+      beforeExecute: options.beforeExecute,
+      signal: options.signal,
+      onStep: (s) => {
+        w.appendStep(s);
+        steps.push(s);
+      },
+      onEvent: (e) => {
+        if (e.type === 'step-start') progress({ type: 'step-start', step: e.step });
+        if (e.type === 'step-done') progress({ type: 'step', step: e.step });
+      },
+    });
+
+    const interrupted = loop.endReason === 'interrupted' || loop.endReason === 'cancelled';
+    if (!options.skipReward && !interrupted) {
+      progress({ type: 'phase', phase: 'reward', message: 'Running the tests' });
+      const r = await computeReward({ task, sandbox, trajectoryLines: [header, ...steps], signal: options.signal });
+      reward = r.reward;
+      verifierTrace = r.verifierTrace;
+      if (reward.testError) warn(`The tests could not be scored (${reward.testError.kind}): ${reward.testError.message}`);
+
+      progress({ type: 'phase', phase: 'depgpo', message: 'Computing DepGPO credit' });
+      try {
+        const input = { ...depgpoInput({ header, steps }), ...(verifierTrace ? { verifier: verifierTrace } : {}) };
+        const result = computeDepgpo(input);
+        depgpo = toDepgpoRecord(result, input.commands);
+        for (const m of result.warnings) warn(`DepGPO: ${m}`);
+      } catch (err) {
+        // Credit assignment is an add-on: the run and its reward stand without it.
+        warn(`DepGPO could not be computed: ${errorMessage(err)}`);
+      }
+    }
+  } catch (err) {
+    failure = err;
+  } finally {
+    if (sandbox) {
+      await sandbox.close().catch((err) => warn(`Closing the sandbox failed: ${errorMessage(err)}`));
+    }
+  }
+
+  const aborted = options.signal?.aborted;
+  const endReason: TrajectoryFooter['endReason'] = failure ? (aborted ? (options.signal?.reason === 'interrupted' ? 'interrupted' : 'cancelled') : 'error') : loop!.endReason;
+  const footer: TrajectoryFooter = {
+    type: 'footer',
+    endedAt: new Date().toISOString(),
+    endReason,
+    ...(failure ? { endMessage: errorMessage(failure) } : loop?.endMessage ? { endMessage: loop.endMessage } : {}),
+    steps: steps.length,
+    ...(reward ? { reward } : {}),
+    ...(verifierTrace ? { verifierTrace } : {}),
+    ...(depgpo ? { depgpo } : {}),
+    usage: {
+      promptTokens: steps.reduce((a, s) => a + s.usage.promptTokens, 0),
+      completionTokens: steps.reduce((a, s) => a + s.usage.completionTokens, 0),
+      verifierCalls: steps.reduce((a, s) => a + (s.decision?.calls ?? 0), 0),
+      verifierOutputTokens: steps.reduce((a, s) => a + (s.decision?.outputTokens ?? 0), 0),
+    },
+  };
+  // A failure before the sandbox existed still leaves a trajectory that says what happened.
+  if (!writer) {
+    try {
+      writer = TrajectoryWriter.create(trajectoryPath, header);
+    } catch (err) {
+      if (!failure) failure = err;
+    }
+  }
+  if (writer && !writer.closed) writer.writeFooter(footer);
+
+  progress({ type: 'phase', phase: 'report', message: `Writing ${reportPath}` });
+  const result: RunTaskResult = { runId, outDir, trajectoryPath, reportPath, header, steps, footer, policyDescription: policy.description, warnings };
+  if (writer) writeFileSync(reportPath, renderReport({ header, steps, footer, policyDescription: policy.description, trajectoryPath, warnings }));
+  if (failure) {
+    const err = failure instanceof TbrlError ? failure : new TbrlError('run-failed', `The run failed: ${errorMessage(failure)}`, `See ${trajectoryPath} for the steps that completed.`, { cause: failure });
+    (err as TbrlError & { result?: RunTaskResult }).result = result;
+    throw err;
+  }
+  return result;
+}

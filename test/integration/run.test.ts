@@ -1,0 +1,97 @@
+/**
+ * `runTask` end to end against real Docker: the bundled example task, built offline from the
+ * stand-in base image, in a real container; the model through the real `openai` client against
+ * the local OpenAI-compatible test server.
+ */
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { runTask } from '../../src/core/run/run-task';
+import { ScriptedPolicy } from '../../src/core/agent/scripted';
+import { oracleTurns } from '../../src/core/agent/oracle';
+import { loadTask } from '../../src/core/tasks/load';
+import { readTrajectory } from '../../src/core/trajectory/reader';
+import { startOpenAIServer } from '../helpers/openai-server';
+
+const EXAMPLE = resolve('examples/hello-world');
+const scratch = mkdtempSync(join(tmpdir(), 'tbrl-run-it-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+let runs = 0;
+const outDir = () => join(scratch, `run-${runs++}`);
+// No endpoint from the developer's shell may leak into these runs.
+const env = { PATH: process.env.PATH, HOME: process.env.HOME, DOCKER_HOST: process.env.DOCKER_HOST } as NodeJS.ProcessEnv;
+
+test('the oracle policy solves the example task in a real container and gets test reward 1', async () => {
+  const progress: string[] = [];
+  const r = await runTask({ taskDir: EXAMPLE, outDir: outDir(), env, cwd: scratch, onProgress: (e) => progress.push(e.type === 'info' ? e.message : e.type) });
+  assert.equal(r.header.policy.kind, 'oracle');
+  assert.ok(progress.some((m) => /no model endpoint configured.*oracle/.test(m)), 'the run says it fell back to the oracle');
+  assert.equal(r.footer.endReason, 'finished');
+  assert.equal(r.footer.reward?.tests, 1, JSON.stringify(r.footer.reward));
+  assert.equal(r.footer.reward?.total, 1);
+  assert.ok(r.steps.length >= 2, 'the solution ran as several commands');
+  assert.ok(r.steps.every((s) => s.actions.filter((a) => a.kind === 'bash').every((a) => a.exitCode === 0)));
+  const t = await readTrajectory(r.trajectoryPath);
+  assert.equal(t.steps.length, r.steps.length);
+  assert.equal(t.footer?.reward?.total, 1);
+  assert.equal(t.header.versions.promptVersion, 'v1');
+  assert.ok(t.footer?.depgpo, 'DepGPO ran');
+  assert.equal(t.footer?.depgpo?.factors.length, t.steps.length);
+});
+
+test('a scripted policy that finishes at once gets reward 0', async () => {
+  const r = await runTask({ taskDir: EXAMPLE, outDir: outDir(), env, cwd: scratch, policyOverride: new ScriptedPolicy(['<finish>\nmessage: nothing to do\n</finish>']) });
+  assert.equal(r.footer.endReason, 'finished');
+  assert.equal(r.steps.length, 1);
+  assert.equal(r.footer.reward?.total, 0);
+  assert.ok(r.footer.reward?.testOutcomes?.every((o) => o.status !== 'passed'));
+});
+
+test('malformed YAML gets an error observation and the run recovers on the next turn', async () => {
+  const bad = '<bash>\ncmd: "echo unterminated\n</bash>';
+  const good = '<bash>\ncmd: echo recovered\n</bash>';
+  const r = await runTask({ taskDir: EXAMPLE, outDir: outDir(), env, cwd: scratch, policyOverride: new ScriptedPolicy([bad, good, '<finish>\nmessage: done\n</finish>']) });
+  assert.equal(r.footer.endReason, 'finished');
+  const t = await readTrajectory(r.trajectoryPath);
+  // The error is recorded in its place among the turn's items, and listed with the parse errors.
+  assert.deepEqual(t.steps[0].actions.map((a) => [a.kind, a.ok]), [['parse_error', false]]);
+  assert.equal(t.steps[0].parseErrors.length, 1);
+  assert.equal(t.steps[0].parseErrors[0], t.steps[0].actions[0].observation);
+  assert.match(t.steps[0].parseErrors[0], /<bash>[\s\S]*(YAML|yaml)[\s\S]*A correct example/);
+  assert.equal(t.steps[1].actions[0].exitCode, 0);
+  assert.match(t.steps[1].actions[0].observation, /recovered/);
+  assert.deepEqual(t.steps[1].parseErrors, []);
+});
+
+test('a model run through the local OpenAI-compatible server drives the real openai client end to end', async () => {
+  const srv = await startOpenAIServer({ models: ['scripted-model'], apiKey: 'test-key' });
+  try {
+    const task = await loadTask(EXAMPLE);
+    // The model answers with the reference solution's turns, after a first turn that explores read-only.
+    srv.enqueue('<think>look first</think>\n<search>\naction: ls\npath: /app/data\n</search>', ...oracleTurns(task).turns);
+    const r = await runTask({
+      taskDir: EXAMPLE, outDir: outDir(), cwd: scratch,
+      env: { ...env, OPENAI_BASE_URL: srv.baseUrl, OPENAI_API_KEY: 'test-key', TBRL_MODEL: 'scripted-model' },
+    });
+    assert.equal(r.header.policy.kind, 'model');
+    assert.equal(r.header.policy.model, 'scripted-model');
+    assert.equal(r.footer.endReason, 'finished');
+    assert.equal(r.footer.reward?.total, 1);
+    assert.equal(srv.requests.length, r.steps.length);
+    const first = srv.requests[0].messages;
+    assert.equal(first[0].role, 'system');
+    assert.match(first[0].content, /<bash>/);
+    assert.match(first[1].content, /wordfreq/);
+    // The second call carries the first turn and its observation (the ls of /app/data).
+    const second = srv.requests[1].messages;
+    assert.equal(second[2].role, 'assistant');
+    assert.match(second[3].content, /input\.txt/);
+    assert.ok(r.footer.usage.promptTokens > 0 && r.footer.usage.completionTokens > 0, 'usage from the server is recorded');
+    assert.equal(srv.requests[0].authorization, 'Bearer test-key');
+  } finally {
+    await srv.close();
+  }
+});
