@@ -6,6 +6,7 @@ import {
   checkTestsInImage,
   checkTimeouts,
   checkWeights,
+  checkCompose,
   pytestFunctionNames,
   runStaticChecks,
   staticCheckTask,
@@ -111,6 +112,16 @@ test('timeouts: non-positive and huge are errors, very short is a warning', () =
   assert.equal(checkTimeouts(input({ testTimeoutSec: Number.NaN }))[0].severity, 'error');
   assert.equal(checkTimeouts(input({ agentTimeoutSec: 7 * 24 * 3600 }))[0].severity, 'error');
   assert.equal(checkTimeouts(input({ testTimeoutSec: 2 }))[0].severity, 'warning');
+});
+
+test('compose services besides client are a warning (tbrl runs one container)', () => {
+  const compose = (content: string) => checkCompose(input({ compose: { path: 'docker-compose.yaml', content } }));
+  assert.deepEqual(compose('services:\n  client:\n    build: .\n'), []);
+  const multi = compose('services:\n  client:\n    build: .\n  db:\n    image: postgres\n');
+  assert.equal(multi.length, 1);
+  assert.equal(multi[0].severity, 'warning');
+  assert.match(multi[0].message, /besides client \(db\)/);
+  assert.equal(compose('services: [\n')[0].severity, 'warning');
 });
 
 test('the bundled example and the fixtures pass the static checks as loaded from disk', async () => {

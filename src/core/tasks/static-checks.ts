@@ -1,11 +1,12 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { basename, join, relative } from 'node:path';
 import type { Task } from './model';
+import { parse as parseYaml } from 'yaml';
 import { nameForms } from '../reward/weights';
 
 /** One problem a static check found. Errors make a task invalid; warnings are worth a look. */
 export interface Finding {
-  check: 'solution-leak' | 'tests-in-image' | 'weights' | 'timeouts' | 'tests';
+  check: 'solution-leak' | 'tests-in-image' | 'weights' | 'timeouts' | 'tests' | 'environment';
   severity: 'error' | 'warning';
   message: string;
   file?: string;
@@ -29,13 +30,15 @@ export interface StaticInput {
   testFiles: SourceText[];
   /** Base names of the reference solution's files (solution.sh, solve.sh, ...). */
   solutionNames: string[];
+  /** docker-compose.yaml of a Terminal-Bench task, when it has one. */
+  compose?: SourceText;
 }
 
 export const TIMEOUT_LIMITS = { minAgentSec: 10, maxAgentSec: 24 * 3600, minTestSec: 5, maxTestSec: 3 * 3600 };
 const WEIGHT_SUM_TOLERANCE = 1e-6;
 
 export function runStaticChecks(input: StaticInput): Finding[] {
-  return [...checkSolutionLeaks(input), ...checkTestsInImage(input), ...checkWeights(input), ...checkTimeouts(input)];
+  return [...checkSolutionLeaks(input), ...checkTestsInImage(input), ...checkWeights(input), ...checkTimeouts(input), ...checkCompose(input)];
 }
 
 /** A reference to the oracle lets an agent (or the tests) lean on the answer instead of the work. */
@@ -144,6 +147,25 @@ export function checkTimeouts(input: StaticInput): Finding[] {
   return findings;
 }
 
+/** tbrl runs one container per task: a compose file's other services (databases, servers) do not start. */
+export function checkCompose(input: StaticInput): Finding[] {
+  if (!input.compose) return [];
+  let services: unknown;
+  try {
+    services = (parseYaml(input.compose.content) as { services?: unknown } | null)?.services;
+  } catch {
+    return [{ check: 'environment', severity: 'warning', file: input.compose.path, message: `${input.compose.path} is not valid YAML; tbrl builds the task's Dockerfile and ignores it.` }];
+  }
+  const others = typeof services === 'object' && services !== null ? Object.keys(services).filter((s) => s !== 'client') : [];
+  if (others.length === 0) return [];
+  return [{
+    check: 'environment',
+    severity: 'warning',
+    file: input.compose.path,
+    message: `${input.compose.path} defines services besides client (${others.join(', ')}); tbrl runs only the client container, so tests that need them will fail.`,
+  }];
+}
+
 async function listFiles(dir: string): Promise<string[]> {
   const out: string[] = [];
   for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
@@ -169,6 +191,7 @@ export async function collectStaticInput(task: Task): Promise<StaticInput> {
   );
   const dockerfile = 'context' in task.environment ? await text(join(task.environment.context, task.environment.dockerfile), task.dir) : undefined;
   const solutionNames = task.solution?.kind === 'script' ? [basename(task.solution.path)] : task.solution ? ['solution.yaml'] : [];
+  const compose = task.format === 'terminal-bench' ? await text(join(task.dir, 'docker-compose.yaml'), task.dir) : undefined;
   return {
     agentTimeoutSec: task.agentTimeoutSec,
     testTimeoutSec: task.testTimeoutSec,
@@ -177,6 +200,7 @@ export async function collectStaticInput(task: Task): Promise<StaticInput> {
     dockerfile,
     testFiles,
     solutionNames,
+    compose,
   };
 }
 
