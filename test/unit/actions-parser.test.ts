@@ -180,6 +180,10 @@ describe('errors, one per kind', () => {
     const items = parseTurn('<bash>\ncmd: ls\n<file>\naction: read\nfile_path: /a\n</file>\n<bash>\ncmd: pwd\n</bash>').items;
     assert.deepEqual(items.map((i) => (i.ok ? i.action.kind : i.error.code)), ['unclosed-tag', 'file.read', 'bash']);
   });
+  test('an indented tag line inside a block value is content, not a new action', () => {
+    const [a] = actions('<file>\naction: write\nfile_path: /a.xml\ncontent: |\n  <config>\n  <search>\n    <depth>3</depth>\n  </search>\n  </config>\n</file>');
+    assert.equal(a!.body.content, '<config>\n<search>\n  <depth>3</depth>\n</search>\n</config>\n');
+  });
   test('attributes on a tag', () => {
     assertHelpful(onlyError('<bash timeout="5">\ncmd: ls\n</bash>'), 'tag-attributes', 'no attributes');
   });

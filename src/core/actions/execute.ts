@@ -57,11 +57,13 @@ export async function executeAction(action: ParsedAction, ctx: ActionContext): P
   const started = Date.now();
   let out: HandlerOutcome;
   try {
-    out = await HANDLERS[action.tag](action, ctx);
+    const handler = HANDLERS[action.tag];
+    if (!handler) throw new Error(`no handler for <${String(action.tag)}>`);
+    out = await handler(action, ctx);
   } catch (err) {
     if (isFatalSandboxError(err)) throw err;
     const message = errorMessage(err).replace(/\n\s*Fix:[\s\S]*$/, '');
-    out = { observation: wrapBounded(OUTPUT_TAG[action.tag], `Error: the ${action.kind} action failed: ${message}`, ctx.maxObservationBytes), ok: false };
+    out = { observation: wrapBounded(OUTPUT_TAG[action.tag] ?? 'error', `Error: the ${action.kind} action failed: ${message}`, ctx.maxObservationBytes), ok: false };
   }
   const record: ActionRecord = {
     kind: action.kind,

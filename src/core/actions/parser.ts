@@ -17,8 +17,12 @@ type Item = ParsedTurn['items'][number];
 const THINK_TAGS = new Set(['think', 'thinking', 'reasoning']);
 /** An opening tag: a name and optional trailing text (attributes, or `/` for self-closing). */
 const OPEN_TAG = /<([A-Za-z_][\w.-]*)([^<>\n]*)>/g;
-/** A line that is nothing but an opening action tag: the previous tag surely ended before it. */
-const ACTION_OPEN_LINE = new RegExp(`^[ \\t]*<(${ACTION_TAGS.join('|')})>[ \\t]*$`, 'm');
+/**
+ * A line that is nothing but an opening action tag at column 0: the previous tag surely ended
+ * before it. (Inside a YAML block value every line is indented, so file contents such as an
+ * XML `<search>` element do not trip this.)
+ */
+const ACTION_OPEN_LINE = new RegExp(`^<(${ACTION_TAGS.join('|')})>[ \\t]*$`, 'm');
 
 const MAX_LINE_SHOWN = 200;
 /** Prose full of markup should not bury the real errors. */

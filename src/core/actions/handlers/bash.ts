@@ -1,6 +1,6 @@
 import type { BashBody } from '../schema';
 import type { Handler } from './common';
-import { output, plural } from './common';
+import { commandOutputCap, output, plural } from './common';
 
 function seconds(ms: number): string {
   return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
@@ -14,7 +14,7 @@ export const bashHandler: Handler = async (action, ctx) => {
     timeoutMs,
     background: !body.block,
     trace: ctx.trace,
-    maxOutputBytes: ctx.maxObservationBytes,
+    maxOutputBytes: commandOutputCap(ctx),
   });
   const facts: string[] = [];
   if (!body.block) facts.push('started in the background');

@@ -33,6 +33,14 @@ export function emptyTrace(): CommandTrace {
   return { reads: [], writes: [], stdoutValues: [], ports: [], processes: [] };
 }
 
+/**
+ * The cap asked of the sandbox: a little under the observation bound, so the wrapper and the
+ * trailer fit without cutting the output a second time.
+ */
+export function commandOutputCap(ctx: ActionContext): number {
+  return Math.max(256, ctx.maxObservationBytes - 512);
+}
+
 export function helperTimeout(ctx: ActionContext): number {
   return Math.min(ctx.defaultTimeoutMs > 0 ? ctx.defaultTimeoutMs : HELPER_TIMEOUT_MS, HELPER_TIMEOUT_MS);
 }

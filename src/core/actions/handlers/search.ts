@@ -3,7 +3,7 @@ import type { ActionContext } from '../types';
 import type { Sandbox } from '../../sandbox/types';
 import type { GlobBody, GrepBody, LsBody } from '../schema';
 import { planGlob, findArgv, matchGlob, ignoreFilter } from '../glob';
-import { failure, helperTimeout, output, plural, resolvePath, shellCwd, type Handler, type HandlerOutcome } from './common';
+import { commandOutputCap, failure, helperTimeout, output, plural, resolvePath, shellCwd, type Handler, type HandlerOutcome } from './common';
 
 const TAG = 'search_output';
 const MAX_GLOB_RESULTS = 500;
@@ -34,7 +34,7 @@ export function grepArgv(useRipgrep: boolean, body: GrepBody, root: string): str
 async function grep(ctx: ActionContext, body: GrepBody): Promise<HandlerOutcome> {
   const root = body.path ? await resolvePath(ctx, body.path) : await shellCwd(ctx);
   const rg = await hasRipgrep(ctx.sandbox);
-  const r = await ctx.sandbox.execArgv(grepArgv(rg, body, root), { timeoutMs: helperTimeout(ctx), maxOutputBytes: ctx.maxObservationBytes, trace: ctx.trace });
+  const r = await ctx.sandbox.execArgv(grepArgv(rg, body, root), { timeoutMs: helperTimeout(ctx), maxOutputBytes: commandOutputCap(ctx), trace: ctx.trace });
   const where = `${root}${body.include ? ` (files matching ${body.include})` : ''}`;
   const trace = ctx.trace ? r.trace : undefined;
   if (r.timedOut) return { ...failure(TAG, ctx, `the search timed out after ${helperTimeout(ctx) / 1000} s; narrow \`path\` or \`include\`.`), trace };
@@ -42,8 +42,10 @@ async function grep(ctx: ActionContext, body: GrepBody): Promise<HandlerOutcome>
   const lines = r.output.replace(/\n$/, '').split('\n');
   const errorsOnly = r.exitCode === 2 && lines.every((l) => /^(rg|grep): /.test(l));
   if (errorsOnly) return { ...failure(TAG, ctx, `${rg ? 'ripgrep' : 'grep'} failed: ${r.output.trim()}`), trace };
-  const dropped = r.droppedBytes > 0 ? `; ${plural(r.droppedBytes, 'byte')} of matches omitted, narrow the search` : '';
-  return { ...output(TAG, ctx, r.output.replace(/\n$/, ''), `[${plural(lines.length, 'matching line')} in ${where}${dropped}]`), trace };
+  const count = r.droppedBytes > 0
+    ? `${plural(lines.length, 'line')} shown from ${where}; ${plural(r.droppedBytes, 'byte')} of matches omitted from the middle, narrow \`path\`, \`include\` or the pattern`
+    : `${plural(lines.length, 'matching line')} in ${where}`;
+  return { ...output(TAG, ctx, r.output.replace(/\n$/, ''), `[${count}]`), trace };
 }
 
 async function glob(ctx: ActionContext, body: GlobBody): Promise<HandlerOutcome> {
