@@ -106,3 +106,40 @@ test('`tbrl run` with no endpoint says it uses the oracle, shows progress and a 
   assert.equal(bad.code, 1);
   assert.match(bad.stderr, /needs an OpenAI-compatible endpoint[\s\S]*Fix: Pass --base-url/);
 });
+
+test('Ctrl-C (SIGINT) stops a running step at once, closes the container and writes an interrupted footer', async () => {
+  const srv = await startOpenAIServer({ models: ['m'] });
+  srv.enqueue('<bash>\ncmd: echo first\n</bash>');
+  srv.respond = () => '<bash>\ncmd: sleep 120\n</bash>';
+  const out = join(scratch, 'interrupted');
+  const trajectory = join(out, 'trajectory.jsonl');
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'run', EXAMPLE, '--out', out, '--base-url', srv.baseUrl, '--model', 'm'], { env: cleanEnv({}), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+  try {
+    const deadline = Date.now() + 90_000;
+    // Header + step 0, then give step 1 (sleep 120) time to start.
+    while (!(existsSync(trajectory) && readFileSync(trajectory, 'utf8').split('\n').filter(Boolean).length >= 2)) {
+      if (child.exitCode !== null) assert.fail(`tbrl run exited early:\n${stderr}`);
+      if (Date.now() > deadline) assert.fail(`no step within 90 s:\n${stderr}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    while (srv.requests.length < 2) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 500));
+    const sent = Date.now();
+    child.kill('SIGINT');
+    assert.equal(await exited, 130, stderr);
+    assert.ok(Date.now() - sent < 30_000, 'did not wait for the 120 s command');
+    const t = await readTrajectory(trajectory);
+    assert.equal(t.footer?.endReason, 'interrupted');
+    assert.equal(t.steps.length, 1);
+    assert.equal(t.footer?.reward, undefined, 'an interrupted run is not scored');
+    const docker = new DockerSandboxProvider().docker;
+    const left = await docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=${t.header.runId}`] } });
+    assert.equal(left.length, 0, 'the run removed its containers');
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await srv.close();
+  }
+});

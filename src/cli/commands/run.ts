@@ -103,7 +103,7 @@ export const runCommand: CliCommand = {
     const onSigint = (): void => {
       interrupts++;
       if (interrupts === 1) {
-        console.error('\ntbrl: interrupting after the current step (Ctrl-C again to quit at once; completed steps are already on disk)');
+        console.error('\ntbrl: interrupting: stopping the agent and removing the container (Ctrl-C again to quit at once; completed steps are already on disk)');
         controller.abort('interrupted');
       } else {
         process.exit(130);

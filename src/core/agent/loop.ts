@@ -139,13 +139,17 @@ export async function runAgentLoop(options: LoopOptions): Promise<LoopResult> {
       }
     }
 
-    const executed = await runAgentTurn(parsed, {
+    // A command without its own timeout may not outlive the run's deadline.
+    const remainingMs = deadline !== undefined ? Math.max(1000, deadline - Date.now()) : Infinity;
+    const executed = await unlessAborted(runAgentTurn(parsed, {
       sandbox: options.sandbox,
       state,
       trace: options.trace ?? true,
       maxObservationBytes: options.maxObservationBytes ?? DEFAULT_MAX_OBSERVATION_BYTES,
-      defaultTimeoutMs: options.defaultTimeoutMs ?? Math.max(1000, options.task.agentTimeoutSec * 1000),
-    });
+      defaultTimeoutMs: Math.min(options.defaultTimeoutMs ?? Math.max(1000, options.task.agentTimeoutSec * 1000), remainingMs),
+    }), options.signal);
+    // Aborted mid-step: the step did not complete, so it is not recorded; closing the sandbox ends its command.
+    if (!executed) return aborted();
 
     const record: StepRecord = {
       type: 'step',
@@ -189,6 +193,32 @@ export async function runAgentLoop(options: LoopOptions): Promise<LoopResult> {
       return done('repeated-errors', `${MAX_CONSECUTIVE_ERROR_TURNS} consecutive turns produced only errors.`);
     }
   }
+}
+
+/** Resolves with the turn, or with undefined as soon as the signal aborts (the turn's promise is left to settle on its own). */
+function unlessAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T | undefined> {
+  if (!signal) return work;
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.resolve(undefined);
+  }
+  return new Promise<T | undefined>((resolve, reject) => {
+    const onAbort = (): void => {
+      work.catch(() => undefined);
+      resolve(undefined);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (err) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
 }
 
 /** One signal that fires on the caller's abort or at the deadline, whichever comes first. */

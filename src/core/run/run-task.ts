@@ -125,6 +125,8 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     progress({ type: 'info', message: config.policyReason });
   }
   const prompt = loadSystemPrompt();
+  // The task's own agent timeout is the default wall-time limit, as in Terminal-Bench.
+  const maxTimeSec = config.maxTimeSec ?? task.agentTimeoutSec;
 
   const started = new Date();
   const runId = `${safeName(task.id)}-${timestamp(started)}-${randomBytes(2).toString('hex')}`;
@@ -143,7 +145,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     config: { policyDescription: policy.description, configSources: config.sources, checkpoint: !!options.checkpoint, trace: options.trace ?? true },
     versions: { tbrl: VERSION, node: process.version, promptVersion: prompt.version },
     systemPrompt: prompt.text,
-    limits: { maxSteps: config.maxSteps, ...(config.maxTimeSec !== undefined ? { maxTimeSec: config.maxTimeSec } : {}), ...(config.maxTokens !== undefined ? { maxTokens: config.maxTokens } : {}) },
+    limits: { maxSteps: config.maxSteps, maxTimeSec, ...(config.maxTokens !== undefined ? { maxTokens: config.maxTokens } : {}) },
   };
 
   let writer: TrajectoryWriter | undefined;
@@ -177,14 +179,14 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     if (!info.tracing.available) warn(`Tracing is off (${info.tracing.reason ?? 'unavailable'}): DepGPO will fall back to f_t = 1.`);
     writer = TrajectoryWriter.create(trajectoryPath, header);
 
-    progress({ type: 'phase', phase: 'agent', message: `Running ${policy.description} (max ${config.maxSteps} steps${config.maxTimeSec ? `, ${config.maxTimeSec} s` : ''}${config.maxTokens ? `, ${config.maxTokens} tokens` : ''})` });
+    progress({ type: 'phase', phase: 'agent', message: `Running ${policy.description} (max ${config.maxSteps} steps, ${maxTimeSec} s${config.maxTokens ? `, ${config.maxTokens} tokens` : ''})` });
     const w = writer;
     loop = await runAgentLoop({
       policy,
       sandbox,
       task,
       systemPrompt: prompt.text,
-      limits: { maxSteps: config.maxSteps, maxTimeMs: config.maxTimeSec !== undefined ? config.maxTimeSec * 1000 : undefined, maxTokens: config.maxTokens },
+      limits: { maxSteps: config.maxSteps, maxTimeMs: maxTimeSec * 1000, maxTokens: config.maxTokens },
       trace: options.trace ?? true,
       checkpoint: options.checkpoint,
       beforeExecute: options.beforeExecute,
