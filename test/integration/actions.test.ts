@@ -115,6 +115,13 @@ describe('actions in a real sandbox', () => {
     assert.equal(meta.results[0]!.record.ok, false);
   });
 
+  it('output of & jobs that arrives between actions is not swallowed by helper commands', async () => {
+    await run('<bash>\ncmd: cd /work && (sleep 0.3; echo late-job-line) &\n</bash>');
+    await new Promise((r) => setTimeout(r, 1500));
+    const r = await obs('<file>\naction: read\nfile_path: lines.txt\nlimit: 1\n</file>');
+    assert.match(r, /^<file_output>\n {5}1\tline 1\n[\s\S]*<\/file_output>\n<background_output>\nlate-job-line\n<\/background_output>$/);
+  });
+
   it('search.glob with ** and /, search.ls with ignore', async () => {
     await sb.exec('mkdir -p /proj/src/deep /proj/tests /proj/__pycache__ && touch /proj/setup.py /proj/src/a.py /proj/src/deep/b.py /proj/src/deep/c.txt /proj/tests/test_a.py /proj/__pycache__/a.pyc /proj/x.pyc');
     const all = await obs('<search>\naction: glob\npattern: "**/*.py"\npath: /proj\n</search>');

@@ -14,7 +14,7 @@ import type { ActionTag } from './schema';
 import { formatParseError } from './errors';
 import { wrapBounded, byteLength } from './bound';
 import { errorMessage } from '../errors';
-import type { Handler, HandlerOutcome } from './handlers/common';
+import { takeStrayOutput, type Handler, type HandlerOutcome } from './handlers/common';
 import { bashHandler } from './handlers/bash';
 import { fileHandler } from './handlers/file';
 import { searchHandler } from './handlers/search';
@@ -65,6 +65,8 @@ export async function executeAction(action: ParsedAction, ctx: ActionContext): P
     const message = errorMessage(err).replace(/\n\s*Fix:[\s\S]*$/, '');
     out = { observation: wrapBounded(OUTPUT_TAG[action.tag] ?? 'error', `Error: the ${action.kind} action failed: ${message}`, ctx.maxObservationBytes), ok: false };
   }
+  const stray = takeStrayOutput(ctx);
+  if (stray) out = { ...out, observation: withBackgroundOutput(out.observation, stray, ctx.maxObservationBytes) };
   const record: ActionRecord = {
     kind: action.kind,
     input: action.body,
@@ -105,6 +107,13 @@ export async function executeTurn(turn: ParsedTurn, ctx: ActionContext): Promise
     }
   }
   return { results, endsEpisode, onlyErrors: results.length > 0 && results.every((r) => r.record.kind === PARSE_ERROR_KIND) };
+}
+
+/** Background output picked up by a helper command, shown after the action's own output. */
+function withBackgroundOutput(observation: string, stray: string, maxBytes: number): string {
+  const room = maxBytes - byteLength(observation) - 1;
+  if (room < 120) return observation;
+  return `${observation}\n${wrapBounded('background_output', stray.replace(/\n+$/, ''), room)}`;
 }
 
 function noteSkipped(record: ActionRecord, skipped: number, maxBytes: number): void {

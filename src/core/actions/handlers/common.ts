@@ -45,21 +45,41 @@ export function helperTimeout(ctx: ActionContext): number {
   return Math.min(ctx.defaultTimeoutMs > 0 ? ctx.defaultTimeoutMs : HELPER_TIMEOUT_MS, HELPER_TIMEOUT_MS);
 }
 
+const CWD_MARK = '__TBRL_CWD__';
+const strayOutput = new WeakMap<ActionContext, string[]>();
+
+/**
+ * Output that background jobs printed since the last command arrives with the next command
+ * run in the persistent shell, so a helper call made there must hand it on, or the agent
+ * would never see it.
+ */
+export function takeStrayOutput(ctx: ActionContext): string {
+  const parts = strayOutput.get(ctx) ?? [];
+  strayOutput.delete(ctx);
+  return parts.join('');
+}
+
+async function shellDirs(ctx: ActionContext): Promise<{ cwd: string; home: string }> {
+  const r = await ctx.sandbox.exec(`printf '\\n${CWD_MARK}%s\\n%s\\n' "$PWD" "$HOME"`, { timeoutMs: 10_000 });
+  const at = r.output.lastIndexOf(`\n${CWD_MARK}`);
+  if (at < 0) return { cwd: '/', home: '/root' };
+  const stray = r.output.slice(0, at);
+  if (stray.trim() !== '') strayOutput.set(ctx, [...(strayOutput.get(ctx) ?? []), `${stray}\n`]);
+  const [cwd, home] = r.output.slice(at + CWD_MARK.length + 1).split('\n');
+  return { cwd: cwd?.startsWith('/') ? cwd : '/', home: home?.startsWith('/') ? home : '/root' };
+}
+
 /** The persistent shell's working directory: relative paths mean what they mean in `bash`. */
 export async function shellCwd(ctx: ActionContext): Promise<string> {
-  const r = await ctx.sandbox.exec('pwd', { timeoutMs: 10_000 });
-  const line = r.output.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('/')).pop();
-  return line ?? '/';
+  return (await shellDirs(ctx)).cwd;
 }
 
 export async function resolvePath(ctx: ActionContext, path: string): Promise<string> {
   const p = path.trim();
   if (p.startsWith('/')) return posix.normalize(p);
-  if (p === '~' || p.startsWith('~/')) {
-    const home = (await ctx.sandbox.exec('printf "%s\\n" "$HOME"', { timeoutMs: 10_000 })).output.trim() || '/root';
-    return posix.join(home, p.slice(1));
-  }
-  return posix.resolve(await shellCwd(ctx), p);
+  const dirs = await shellDirs(ctx);
+  if (p === '~' || p.startsWith('~/')) return posix.join(dirs.home, p.slice(1));
+  return posix.resolve(dirs.cwd, p);
 }
 
 export interface PathInfo {
