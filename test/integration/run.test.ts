@@ -95,3 +95,28 @@ test('a model run through the local OpenAI-compatible server drives the real ope
     await srv.close();
   }
 });
+
+test('--n 2 with a listwise verifier: both candidates are kept, the verifier picks the one that runs', async () => {
+  const srv = await startOpenAIServer({ models: ['gen'] });
+  let generatorCalls = 0;
+  srv.respond = (req) => {
+    if (/^You are the verifier/.test(req.messages[0]?.content ?? '')) return 'B is the only candidate that acts.\nRANKING: B > A';
+    generatorCalls++;
+    return generatorCalls === 1
+      ? ['<finish>\nmessage: giving up\n</finish>', '<bash>\ncmd: echo picked-by-verifier\n</bash>']
+      : ['<finish>\nmessage: done now\n</finish>', '<finish>\nmessage: also done\n</finish>'];
+  };
+  try {
+    const r = await runTask({ taskDir: EXAMPLE, outDir: outDir(), cwd: scratch, env, baseUrl: srv.baseUrl, model: 'gen', n: 2, verifier: 'listwise' });
+    assert.deepEqual(r.header.verifier, { mode: 'listwise', n: 2, model: 'gen' });
+    const [s0] = r.steps;
+    assert.equal(s0.candidates.length, 2);
+    assert.equal(s0.decision?.mode, 'listwise');
+    assert.equal(s0.decision?.chosen, 1);
+    assert.match(s0.actions[0].observation, /picked-by-verifier/);
+    assert.equal(r.footer.endReason, 'finished');
+    assert.ok(r.footer.usage.verifierCalls >= 2, `verifier calls ${r.footer.usage.verifierCalls}`);
+  } finally {
+    await srv.close();
+  }
+});
