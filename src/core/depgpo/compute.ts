@@ -62,7 +62,7 @@ export function computeDepgpo(input: DepgpoInput): DepgpoResult {
   const eFiles = new Set(resources.files);
 
   const provenance = new Provenance((m) => warnings.push(m));
-  const edges = new EdgeSet();
+  const edges = new EdgeSet(n);
   const written = new Float64Array(n);
   const readFiles: number[][] = new Array(n);
   const matcher = buildMatcher(traces, input.instruction);
@@ -70,16 +70,17 @@ export function computeDepgpo(input: DepgpoInput): DepgpoResult {
   for (let c = 0; c < n; c++) {
     const trace = traces[c];
     for (const id of matcher.find(commands[c].text ?? '')) {
-      const value = matcher.values[id];
+      const label = [matcher.values[id]];
       for (const printer of matcher.printers[id]) {
         if (printer >= c) break;
-        edges.add(printer, c, 'stdout', value);
+        edges.add(printer, c, 'stdout', label);
       }
     }
     const reads: number[] = [];
     for (const path of trace.reads) {
       reads.push(provenance.fileId(path));
-      for (const owner of provenance.ownersOf(path)) if (owner !== c) edges.add(owner, c, 'file', path);
+      const label = [path];
+      for (const owner of provenance.ownersOf(path)) if (owner !== c) edges.add(owner, c, 'file', label);
     }
     readFiles[c] = reads;
     for (const write of trace.writes) written[c] += provenance.apply(c, write);
@@ -244,22 +245,66 @@ function buildMatcher(traces: CommandTrace[], instruction: string): Matcher {
   return { values, printers: values.map((v) => byValue.get(v) ?? []), find: (text) => ac.find(text) };
 }
 
+/**
+ * Edges are created target by target (all edges into c while processing c), so a stamp per source
+ * finds an existing (from, c, kind) edge in O(1) without string keys; that matters when a read of a
+ * busy file yields hundreds of edges. Labels are distinct by construction (reads are de-duplicated,
+ * matched values are distinct), so only the first MAX_LABELS are kept and the rest counted.
+ */
 class EdgeSet {
-  private readonly index = new Map<string, DepgpoEdge>();
-  add(from: number, to: number, kind: EdgeKind, label: string): void {
-    const key = `${from}>${to}${kind === 'file' ? 'f' : 's'}`;
-    let edge = this.index.get(key);
-    if (!edge) {
-      edge = { from, to, kind, labels: [], labelCount: 0 };
-      this.index.set(key, edge);
+  private readonly edges: DepgpoEdge[] = [];
+  private readonly stamp: Int32Array[];
+  private readonly slot: Int32Array[];
+  private target = -1;
+  private firstOfTarget = 0;
+
+  constructor(n: number) {
+    this.stamp = [new Int32Array(n).fill(-1), new Int32Array(n).fill(-1)];
+    this.slot = [new Int32Array(n), new Int32Array(n)];
+  }
+
+  /**
+   * `shared` is a one-element [label] array the caller reuses for every edge created by the same
+   * read or value; an edge copies it only when it gets a second label. With hundreds of owners per
+   * busy file this halves the allocations per edge.
+   */
+  add(from: number, to: number, kind: EdgeKind, shared: string[]): void {
+    if (to !== this.target) this.beginTarget(to);
+    const k = kind === 'file' ? 0 : 1;
+    if (this.stamp[k][from] !== to) {
+      this.stamp[k][from] = to;
+      this.slot[k][from] = this.edges.length;
+      this.edges.push({ from, to, kind, labels: shared, labelCount: 1 });
+      return;
     }
-    if (edge.labels.includes(label)) return;
+    const edge = this.edges[this.slot[k][from]];
     edge.labelCount++;
-    if (edge.labels.length < MAX_LABELS) edge.labels.push(label);
+    if (edge.labels.length < MAX_LABELS) edge.labels = [...edge.labels, shared[0]];
   }
+
+  /** Sorted by target, then source, file before stdout. */
   list(): DepgpoEdge[] {
-    return [...this.index.values()].sort((a, b) => a.to - b.to || a.from - b.from || (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
+    this.beginTarget(-1);
+    return this.edges;
   }
+
+  private beginTarget(to: number): void {
+    // Sort the finished target's (small) group in place; groups are already in target order.
+    const first = this.firstOfTarget;
+    let sorted = true;
+    for (let i = first + 1; i < this.edges.length && sorted; i++) sorted = edgeOrder(this.edges[i - 1], this.edges[i]) <= 0;
+    if (!sorted) {
+      const group = this.edges.slice(first);
+      group.sort(edgeOrder);
+      for (let i = 0; i < group.length; i++) this.edges[first + i] = group[i];
+    }
+    this.firstOfTarget = this.edges.length;
+    this.target = to;
+  }
+}
+
+function edgeOrder(a: DepgpoEdge, b: DepgpoEdge): number {
+  return a.from - b.from || (a.kind === b.kind ? 0 : a.kind === 'file' ? -1 : 1);
 }
 
 export function adjacency(n: number, edges: DepgpoEdge[], kind?: EdgeKind): number[][] {
@@ -285,6 +330,8 @@ function normalizeTrace(trace: CommandTrace | undefined): CommandTrace {
 
 export function normalizePath(path: string): string {
   if (typeof path !== 'string' || path === '') return '';
+  // Tracers emit absolute, clean paths almost always; skip the allocation then.
+  if (path.charCodeAt(0) === 47 && !path.includes('//') && !path.includes('/.') && (path.length === 1 || !path.endsWith('/'))) return path;
   const p = posix.normalize(path);
   return p.length > 1 && p.endsWith('/') ? p.slice(0, -1) : p;
 }

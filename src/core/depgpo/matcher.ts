@@ -3,60 +3,81 @@
  * "does any value printed so far appear in this command's text" for every command; checking each
  * value with `includes` is O(commands × values), which is 10^8 on a 10,000-step trajectory.
  * The automaton makes it one pass per text, O(text length + matches).
+ *
+ * The trie lives in typed arrays (first-child / next-sibling lists, a direct table at the root):
+ * tens of thousands of printed values make hundreds of thousands of nodes, and one object or Map
+ * entry per node would cost more than the whole graph.
  */
 export class SubstringMatcher {
-  /** Trie transitions keyed by node * 65536 + UTF-16 code unit. */
-  private readonly next = new Map<number, number>();
-  private readonly fail: number[] = [0];
+  private readonly code: Uint16Array;
+  private readonly firstChild: Int32Array;
+  private readonly sibling: Int32Array;
+  private readonly root = new Int32Array(65536).fill(-1);
+  private readonly fail: Int32Array;
   /** Value id that ends exactly at this node, or -1. */
-  private readonly terminal: number[] = [-1];
+  private readonly terminal: Int32Array;
   /** Nearest proper suffix node that is terminal (dictionary link), or -1. */
-  private readonly output: number[] = [-1];
-  private readonly stamp: number[];
+  private readonly output: Int32Array;
+  private readonly stamp: Int32Array;
   private round = 0;
 
   constructor(readonly values: readonly string[]) {
-    const children: number[][] = [[]];
+    let capacity = 1;
+    for (const v of values) capacity += v.length;
+    this.code = new Uint16Array(capacity);
+    this.firstChild = new Int32Array(capacity).fill(-1);
+    this.sibling = new Int32Array(capacity).fill(-1);
+    this.fail = new Int32Array(capacity);
+    this.terminal = new Int32Array(capacity).fill(-1);
+    this.output = new Int32Array(capacity).fill(-1);
+    const parent = new Int32Array(capacity);
+    const depth = new Int32Array(capacity);
+    let count = 1;
     values.forEach((value, id) => {
       let node = 0;
       for (let i = 0; i < value.length; i++) {
-        const key = node * 65536 + value.charCodeAt(i);
-        let child = this.next.get(key);
-        if (child === undefined) {
-          child = this.fail.length;
-          this.next.set(key, child);
-          this.fail.push(0);
-          this.terminal.push(-1);
-          this.output.push(-1);
-          children.push([]);
-          children[node].push(value.charCodeAt(i), child);
+        const ch = value.charCodeAt(i);
+        let child = this.child(node, ch);
+        if (child === -1) {
+          child = count++;
+          this.code[child] = ch;
+          parent[child] = node;
+          depth[child] = depth[node] + 1;
+          if (node === 0) this.root[ch] = child;
+          else {
+            this.sibling[child] = this.firstChild[node];
+            this.firstChild[node] = child;
+          }
         }
         node = child;
       }
       if (value.length > 0 && this.terminal[node] === -1) this.terminal[node] = id;
     });
-    // Breadth-first so a node's failure link is final before its children need it.
-    const queue: number[] = [];
-    for (let i = 1; i < children[0].length; i += 2) queue.push(children[0][i]);
-    for (let head = 0; head < queue.length; head++) {
-      const node = queue[head];
-      const kids = children[node];
-      for (let i = 0; i < kids.length; i += 2) {
-        const code = kids[i];
-        const child = kids[i + 1];
-        let f = this.fail[node];
-        let target = this.next.get(f * 65536 + code);
-        while (target === undefined && f !== 0) {
-          f = this.fail[f];
-          target = this.next.get(f * 65536 + code);
-        }
-        this.fail[child] = target !== undefined && target !== child ? target : 0;
-        const fl = this.fail[child];
-        this.output[child] = this.terminal[fl] !== -1 ? fl : this.output[fl];
-        queue.push(child);
+    // Nodes in breadth-first order (counting sort by depth): a node's failure link then only needs
+    // links of shallower nodes, which are final.
+    let maxDepth = 0;
+    for (let v = 0; v < count; v++) maxDepth = Math.max(maxDepth, depth[v]);
+    const start = new Int32Array(maxDepth + 2);
+    for (let v = 0; v < count; v++) start[depth[v] + 1]++;
+    for (let d = 0; d <= maxDepth; d++) start[d + 1] += start[d];
+    const order = new Int32Array(count);
+    for (let v = 0; v < count; v++) order[start[depth[v]]++] = v;
+    for (let i = 1; i < count; i++) {
+      const v = order[i];
+      const p = parent[v];
+      if (p === 0) continue; // depth-1 nodes fail to the root
+      const ch = this.code[v];
+      let f = this.fail[p];
+      let target = this.child(f, ch);
+      while (target === -1 && f !== 0) {
+        f = this.fail[f];
+        target = this.child(f, ch);
       }
+      this.fail[v] = target === -1 ? 0 : target;
+      const fl = this.fail[v];
+      this.output[v] = this.terminal[fl] !== -1 ? fl : this.output[fl];
     }
-    this.stamp = new Array<number>(values.length).fill(0);
+    this.stamp = new Int32Array(values.length);
   }
 
   /** Ids of the distinct values that occur in `text`, in order of first occurrence. */
@@ -66,13 +87,13 @@ export class SubstringMatcher {
     const round = ++this.round;
     let node = 0;
     for (let i = 0; i < text.length; i++) {
-      const code = text.charCodeAt(i);
-      let target = this.next.get(node * 65536 + code);
-      while (target === undefined && node !== 0) {
+      const ch = text.charCodeAt(i);
+      let target = this.child(node, ch);
+      while (target === -1 && node !== 0) {
         node = this.fail[node];
-        target = this.next.get(node * 65536 + code);
+        target = this.child(node, ch);
       }
-      node = target ?? 0;
+      node = target === -1 ? 0 : target;
       for (let hit = this.terminal[node] !== -1 ? node : this.output[node]; hit !== -1; hit = this.output[hit]) {
         const id = this.terminal[hit];
         if (this.stamp[id] !== round) {
@@ -82,5 +103,11 @@ export class SubstringMatcher {
       }
     }
     return found;
+  }
+
+  private child(node: number, ch: number): number {
+    if (node === 0) return this.root[ch];
+    for (let c = this.firstChild[node]; c !== -1; c = this.sibling[c]) if (this.code[c] === ch) return c;
+    return -1;
   }
 }

@@ -95,7 +95,7 @@ export class Provenance {
     const oldOwners = state.owners;
     const oldLengths = state.lengths;
     const oldTotal = state.total;
-    state.reset();
+    state.restart();
     let run = 0;
     let offset = 0; // lines of oldOwners[run] already consumed
     let pos = 0; // old lines consumed
@@ -103,8 +103,11 @@ export class Provenance {
       while (n > 0 && run < oldOwners.length) {
         const take = Math.min(n, oldLengths[run] - offset);
         const owner = oldOwners[run];
-        if (keep) state.push(owner, take);
-        else this.event(owner, fileId, writer, take);
+        if (keep) state.keep(owner, take);
+        else {
+          state.uncount(owner, take);
+          this.event(owner, fileId, writer, take);
+        }
         n -= take;
         offset += take;
         if (offset === oldLengths[run]) {
@@ -140,12 +143,15 @@ export class Provenance {
   private truncate(state: FileLines, keep: number, fileId: number, time: number): void {
     const owners = state.owners;
     const lengths = state.lengths;
-    state.reset();
+    state.restart();
     let left = keep;
     for (let i = 0; i < owners.length; i++) {
       const kept = Math.min(left, lengths[i]);
-      if (kept > 0) state.push(owners[i], kept);
-      if (lengths[i] > kept) this.event(owners[i], fileId, time, lengths[i] - kept);
+      state.keep(owners[i], kept);
+      if (lengths[i] > kept) {
+        state.uncount(owners[i], lengths[i] - kept);
+        this.event(owners[i], fileId, time, lengths[i] - kept);
+      }
       left -= kept;
     }
   }
@@ -172,13 +178,26 @@ class FileLines {
   counts = new Map<number, number>();
 
   reset(): void {
-    this.owners = [];
-    this.lengths = [];
-    this.total = 0;
+    this.restart();
     this.counts = new Map();
   }
 
+  /** Empties the intervals but keeps the counts: `rewrite` re-adds kept lines and un-counts removed ones. */
+  restart(): void {
+    this.owners = [];
+    this.lengths = [];
+    this.total = 0;
+  }
+
+  /** Appends new lines of `owner`. */
   push(owner: number, n: number): void {
+    if (n <= 0) return;
+    this.keep(owner, n);
+    if (owner !== NO_OWNER) this.counts.set(owner, (this.counts.get(owner) ?? 0) + n);
+  }
+
+  /** Appends lines that were already counted (kept across a rewrite). */
+  keep(owner: number, n: number): void {
     if (n <= 0) return;
     const last = this.owners.length - 1;
     if (last >= 0 && this.owners[last] === owner) this.lengths[last] += n;
@@ -187,6 +206,12 @@ class FileLines {
       this.lengths.push(n);
     }
     this.total += n;
-    if (owner !== NO_OWNER) this.counts.set(owner, (this.counts.get(owner) ?? 0) + n);
+  }
+
+  uncount(owner: number, n: number): void {
+    if (owner === NO_OWNER || n <= 0) return;
+    const left = (this.counts.get(owner) ?? 0) - n;
+    if (left > 0) this.counts.set(owner, left);
+    else this.counts.delete(owner);
   }
 }

@@ -34,8 +34,8 @@ export interface DepgpoEdge {
   from: number;
   to: number;
   kind: EdgeKind;
-  /** Files (file edges) or values (stdout edges) that carry the dependency; at most MAX_LABELS kept. */
-  labels: string[];
+  /** Files (file edges) or values (stdout edges) that carry the dependency; at most MAX_LABELS kept. Shared between edges: read-only. */
+  labels: readonly string[];
   /** How many labels there were before truncation. */
   labelCount: number;
 }

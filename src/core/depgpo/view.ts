@@ -15,7 +15,7 @@ export interface GraphView {
   fallback?: string;
   warnings: string[];
   nodes: GraphNode[];
-  edges: Array<{ source: string; target: string; kind: 'file' | 'stdout'; labels: string[]; labelCount: number }>;
+  edges: Array<{ source: string; target: string; kind: 'file' | 'stdout'; labels: readonly string[]; labelCount: number }>;
   sinks: Array<{ id: string; kind: 'file' | 'port' | 'process'; name: string }>;
   /** Command -> E: lines still present in an inspected file, or a checked port/process. */
   sinkEdges: Array<{ source: string; target: string; kind: 'file' | 'port' | 'process' }>;
