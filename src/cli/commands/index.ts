@@ -9,6 +9,8 @@ import { validateCommand } from './validate';
 import { importCommand } from './import';
 import { newTaskCommand } from './new-task';
 import { gcCommand } from './gc';
+import { trainCommands } from './train';
+import { envServerCommand } from './env-server';
 
 /** Every `tbrl` sub-command. Adding one is one file and one line here. */
 export const commands: CliCommand[] = [
@@ -22,4 +24,6 @@ export const commands: CliCommand[] = [
   importCommand,
   newTaskCommand,
   gcCommand,
+  ...trainCommands,
+  envServerCommand,
 ];

@@ -1,0 +1,50 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { TbrlError, errorMessage } from '../errors';
+import { packageRoot } from '../sandbox/package-root';
+
+/**
+ * Training presets live in trainer-bridge/tbrl_bridge/presets.json, read by the cluster-side entrypoint
+ * (which turns them into Hydra overrides) and here (to check a name before anything is uploaded).
+ */
+export interface Preset {
+  description: string;
+  gpu: boolean;
+  model?: string;
+  nnodes?: number;
+  nGpusPerNode?: number;
+  rolloutsPerTask?: number;
+  maxSteps?: number;
+  lr?: number;
+  temperature?: number;
+  clipRatioHigh?: number;
+  entrypointNumCpus?: number;
+  [key: string]: unknown;
+}
+
+const cache = new Map<string, Record<string, Preset>>();
+
+export function presetsFile(bridgeDir = join(packageRoot(), 'trainer-bridge')): string {
+  return join(bridgeDir, 'tbrl_bridge', 'presets.json');
+}
+
+export function loadPresets(bridgeDir?: string): Record<string, Preset> {
+  const file = presetsFile(bridgeDir);
+  const hit = cache.get(file);
+  if (hit) return hit;
+  let presets: Record<string, Preset>;
+  try {
+    presets = JSON.parse(readFileSync(file, 'utf8')) as Record<string, Preset>;
+  } catch (err) {
+    throw new TbrlError('train-presets', `Cannot read the training presets ${file}: ${errorMessage(err)}`, 'Run from a TBRL Studio checkout or installation (it ships trainer-bridge/).');
+  }
+  cache.set(file, presets);
+  return presets;
+}
+
+export function getPreset(name: string, bridgeDir?: string): Preset {
+  const presets = loadPresets(bridgeDir);
+  const p = presets[name];
+  if (!p) throw new TbrlError('train-preset', `Unknown preset "${name}".`, `Use one of: ${Object.keys(presets).join(', ')} (e.g. --preset dryrun to check a bundle on a CPU-only cluster).`);
+  return p;
+}

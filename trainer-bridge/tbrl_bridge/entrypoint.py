@@ -1,0 +1,219 @@
+"""Ray job entrypoint: ``python -m tbrl_bridge.entrypoint --preset P --algorithm grpo|depgpo``.
+
+Runs in the job's working directory (the unpacked bundle). Secrets are never in the job: they are
+read from the node's environment, or from the file named by TBRL_SECRETS_FILE on the node.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Optional
+
+from . import __version__
+from .advantage import check_advantage_export, register_with_verl
+from .bundle import BundleError, convert_dataset, load_bundle
+from .envclient import EnvServerClient, EnvServerError, find_tbrl_command
+from .metrics import MetricsWriter
+from .presets import hydra_overrides, load_presets
+
+# Recomputed advantages must agree with the TypeScript ones to this tolerance (same formulas, doubles).
+ADVANTAGE_TOLERANCE = 1e-9
+DRYRUN_PROBE = "<bash>\ncmd: echo tbrl-dryrun-probe | tee /tmp/tbrl-dryrun-probe && pwd\n</bash>"
+DRYRUN_FINISH = "<finish>\nmessage: dryrun episode done\n</finish>"
+
+
+def log(msg: str) -> None:
+    print(f"[tbrl-bridge] {msg}", flush=True)
+
+
+def load_secrets_file(env: dict) -> list[str]:
+    """KEY=VALUE lines from TBRL_SECRETS_FILE (on the node) into the environment; returns the keys."""
+    path = env.get("TBRL_SECRETS_FILE")
+    if not path:
+        return []
+    keys = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        k, v = line.split("=", 1)
+        k = k.strip().removeprefix("export ").strip()
+        env.setdefault(k, v.strip().strip('"').strip("'"))
+        keys.append(k)
+    return keys
+
+
+def docker_available() -> tuple[bool, str]:
+    if not shutil.which("docker") and not Path("/var/run/docker.sock").exists() and not os.environ.get("DOCKER_HOST"):
+        return False, "no Docker on this node (no docker CLI, no /var/run/docker.sock, no DOCKER_HOST)"
+    return True, "docker available"
+
+
+def env_episode(bundle_root: Path, task_dir: str, metrics: MetricsWriter) -> Optional[dict]:
+    cmd, how = find_tbrl_command()
+    if cmd is None:
+        log(f"env episode skipped: {how}")
+        metrics.event("env-episode-skipped", reason=how)
+        return None
+    if not shutil.which("node") and not os.path.isabs(cmd[0]):
+        reason = "node is not on PATH on this node"
+        log(f"env episode skipped: {reason}")
+        metrics.event("env-episode-skipped", reason=reason)
+        return None
+    ok, why = docker_available()
+    if not ok:
+        log(f"env episode skipped: {why}")
+        metrics.event("env-episode-skipped", reason=why)
+        return None
+    log(f"env episode on {task_dir} through {' '.join(cmd)} env-server ({how})")
+    started = time.time()
+    with EnvServerClient(cmd, timeout=600) as client:
+        info = client.initialize()
+        log(f"env-server {info.get('version')} protocol {info.get('protocol')}")
+        r = client.reset(str(bundle_root / task_dir), maxSteps=3)
+        log(f"reset: {len(r['observation'])} characters of observation, image {r.get('info', {}).get('image')}")
+        s1 = client.step(DRYRUN_PROBE)
+        probe_ok = "tbrl-dryrun-probe" in s1["observation"]
+        log(f"step 0: done={s1['done']} probe echoed={probe_ok}")
+        s2 = s1 if s1["done"] else client.step(DRYRUN_FINISH)
+        credit = client.credit()
+        client.close_episode()
+    result = {
+        "reward": float(s2.get("reward", 0.0)),
+        "done": bool(s2.get("done")),
+        "steps": 2 if s2 is not s1 else 1,
+        "probe_ok": probe_ok,
+        "factors": credit.get("factors", []),
+        "seconds": round(time.time() - started, 2),
+    }
+    metrics.event("env-episode", **result)
+    log(f"env episode: reward {result['reward']:.3f}, done {result['done']}, factors {result['factors']}, {result['seconds']} s")
+    if not probe_ok:
+        raise RuntimeError(f"the env-server episode did not echo the probe; observation was:\n{s1['observation'][:800]}")
+    return result
+
+
+def dryrun(root: Path, algorithm: str, metrics: MetricsWriter, hold_sec: float) -> int:
+    bundle = load_bundle(root)
+    m = bundle.manifest
+    log(f"bundle ok: {len(m.get('files', {}))} files, {len(bundle.tasks)} task(s), {len(bundle.trajectories)} trajectory(ies), tbrl {m['versions']['tbrl']}, bridge {__version__}")
+    metrics.event("bundle-ok", files=len(m.get("files", {})), tasks=len(bundle.tasks), trajectories=len(bundle.trajectories))
+    if m.get("algorithm") != algorithm:
+        raise BundleError(f"the bundle was built for {m.get('algorithm')} but the job runs {algorithm}")
+
+    parquet, note = convert_dataset(bundle)
+    log(f"dataset: {note}")
+
+    check = check_advantage_export(bundle.advantages(), algorithm)
+    log(f"advantages: {len(check.trajectories)} trajectory(ies) in {check.groups} group(s), max |python - typescript| = {check.max_abs_diff:.3g}")
+    if check.max_abs_diff > ADVANTAGE_TOLERANCE:
+        raise RuntimeError(f"the Python {algorithm} estimator disagrees with the bundle's advantages by {check.max_abs_diff:.3g} (> {ADVANTAGE_TOLERANCE}); the trainer would not train what the editor showed")
+    rewards = [t.get("reward", 0.0) for t in bundle.trajectories if "reward" in t]
+    # One "training step" over the uploaded batch: the same keys a GPU run reports per step.
+    summary = {"depgpo/max_abs_diff": check.max_abs_diff}
+    if rewards:
+        summary["reward/mean"] = sum(rewards) / len(rewards)
+        summary["reward/pass_rate"] = sum(1 for r in rewards if r >= 1) / len(rewards)
+    if check.trajectories:
+        summary["depgpo/factor_spread"] = sum(t.spread for t in check.trajectories) / len(check.trajectories)
+    metrics.step(0, **summary)
+    for i, t in enumerate(check.trajectories):
+        metrics.event("trajectory-credit", index=i, path=t.path, steps=t.steps, factor_spread=t.spread, fallback=t.fallback)
+
+    why_not_verl = register_with_verl()
+    log("depgpo estimator registered with verl" if why_not_verl is None else f"verl registration skipped: {why_not_verl} (plain-Python estimator in use)")
+
+    if bundle.tasks:
+        env_episode(root, bundle.tasks[0]["dir"], metrics)
+    else:
+        log("env episode skipped: the bundle has no task")
+        metrics.event("env-episode-skipped", reason="no task in the bundle")
+
+    if hold_sec > 0:
+        # For checking stop/cancel paths on a real cluster: a job that stays RUNNING.
+        log(f"holding for {hold_sec:g} s (tbrl.dryrun.hold_sec)")
+        end = time.time() + hold_sec
+        while time.time() < end:
+            time.sleep(min(1.0, end - time.time()))
+    log("dryrun finished")
+    return 0
+
+
+def train(root: Path, preset_name: str, preset: dict, algorithm: str, extra: list[str], metrics: MetricsWriter) -> int:
+    bundle = load_bundle(root)
+    missing = []
+    for mod in ("verl", "rllm"):
+        try:
+            __import__(mod)
+        except Exception as err:
+            missing.append(f"{mod} ({type(err).__name__}: {err})")
+    if missing:
+        raise RuntimeError(
+            f"preset {preset_name} trains with rLLM/verl, which are not importable on this node: {'; '.join(missing)}. "
+            "Install them in the Python the Ray nodes run (pip install 'tbrl-bridge[train]' or the verl/rLLM images), "
+            "or use --preset dryrun to check a bundle on a CPU-only cluster."
+        )
+    parquet, note = convert_dataset(bundle)
+    if parquet is None:
+        raise RuntimeError(f"cannot write the training parquet: {note}")
+    if algorithm == "depgpo":
+        why = register_with_verl()
+        if why:
+            raise RuntimeError(f"cannot register the DepGPO estimator: {why}")
+    overrides = hydra_overrides(preset, str(parquet.parent), algorithm) + extra
+    cmd = [sys.executable, "-m", "rllm.trainer.verl.train_agent_ppo", *overrides]
+    log("launching: " + " ".join(cmd))
+    metrics.event("train-launch", preset=preset_name, algorithm=algorithm, overrides=len(overrides))
+    return subprocess.call(cmd, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])})
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="tbrl_bridge.entrypoint")
+    ap.add_argument("--preset", required=True)
+    ap.add_argument("--algorithm", choices=["grpo", "depgpo"], default="grpo")
+    ap.add_argument("--bundle", default=".", help="the unpacked bundle (Ray's working_dir is the cwd)")
+    args = ap.parse_args(argv)
+    root = Path(args.bundle).resolve()
+    metrics = MetricsWriter(root / "metrics" / "metrics.jsonl")
+    try:
+        presets = load_presets()
+        if args.preset not in presets:
+            raise RuntimeError(f"unknown preset {args.preset!r}; known: {', '.join(presets)}")
+        secret_keys = load_secrets_file(os.environ)  # type: ignore[arg-type]
+        if secret_keys:
+            log(f"loaded {len(secret_keys)} secret(s) from TBRL_SECRETS_FILE: {', '.join(secret_keys)}")
+        ov = json.loads((root / "overrides.json").read_text(encoding="utf-8")) if (root / "overrides.json").is_file() else {"overrides": []}
+        user_overrides = list(ov.get("overrides", []))
+        hold = 0.0
+        rest = []
+        for o in user_overrides:
+            key, _, value = o.lstrip("+~").partition("=")
+            if key == "tbrl.dryrun.hold_sec":
+                hold = float(value)
+            else:
+                rest.append(o)
+        log(f"preset {args.preset} ({presets[args.preset]['description']}), algorithm {args.algorithm}")
+        metrics.event("start", preset=args.preset, algorithm=args.algorithm, bridge=__version__)
+        if args.preset == "dryrun":
+            code = dryrun(root, args.algorithm, metrics, hold)
+        else:
+            code = train(root, args.preset, presets[args.preset], args.algorithm, rest, metrics)
+        metrics.event("end", code=code)
+        return code
+    except Exception as err:
+        log(f"FAILED: {type(err).__name__}: {err}")
+        traceback.print_exc(file=sys.stdout)
+        metrics.event("error", kind=type(err).__name__, message=str(err))
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

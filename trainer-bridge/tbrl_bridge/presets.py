@@ -1,0 +1,56 @@
+"""Training presets (presets.json, shared with the TypeScript client) and their Hydra overrides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+PRESETS_FILE = Path(__file__).with_name("presets.json")
+
+
+def load_presets() -> dict:
+    return json.loads(PRESETS_FILE.read_text(encoding="utf-8"))
+
+
+def hydra_overrides(preset: dict, data_dir: str, algorithm: str) -> list[str]:
+    """verl/rLLM overrides for a GPU preset, modelled on Terminal-Bench-RL's launch script."""
+    seq = int(preset["maxSequenceLength"])
+    prompt = int(preset["maxPromptLength"])
+    adv = "depgpo" if algorithm == "depgpo" else "grpo"
+    return [
+        f"algorithm.adv_estimator={adv}",
+        f"data.train_files={data_dir}/train.parquet",
+        f"data.val_files={data_dir}/train.parquet",
+        f"data.train_batch_size={preset['trainBatchSize']}",
+        f"data.max_prompt_length={prompt}",
+        f"data.max_response_length={seq - prompt}",
+        "data.filter_overlong_prompts=True",
+        f"agent.max_steps={preset['maxSteps']}",
+        f"+env.env_args.timeout={preset['trajectoryTimeoutSec']}",
+        f"actor_rollout_ref.model.path={preset['model']}",
+        f"actor_rollout_ref.actor.optim.lr={preset['lr']}",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={preset['ppoMiniBatchSize']}",
+        f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={preset['ppoMicroBatchSizePerGpu']}",
+        f"actor_rollout_ref.actor.clip_ratio_high={preset['clipRatioHigh']}",
+        "actor_rollout_ref.actor.use_kl_loss=False",
+        "actor_rollout_ref.actor.entropy_coeff=0",
+        f"actor_rollout_ref.actor.ulysses_sequence_parallel_size={preset['ulyssesParallel']}",
+        "actor_rollout_ref.model.enable_gradient_checkpointing=True",
+        "actor_rollout_ref.rollout.name=vllm",
+        "actor_rollout_ref.rollout.mode=async",
+        f"actor_rollout_ref.rollout.n={preset['rolloutsPerTask']}",
+        f"actor_rollout_ref.rollout.temperature={preset['temperature']}",
+        f"actor_rollout_ref.rollout.top_p={preset['topP']}",
+        f"actor_rollout_ref.rollout.tensor_model_parallel_size={preset['tensorParallel']}",
+        f"actor_rollout_ref.rollout.gpu_memory_utilization={preset['gpuMemoryUtilization']}",
+        f"actor_rollout_ref.rollout.max_model_len={preset['maxRolloutLength']}",
+        "algorithm.use_kl_in_reward=False",
+        "trainer.logger=['console']",
+        f"trainer.n_gpus_per_node={preset['nGpusPerNode']}",
+        f"trainer.nnodes={preset['nnodes']}",
+        f"trainer.save_freq={preset['saveFreq']}",
+        "trainer.test_freq=-1",
+        f"trainer.total_epochs={preset['epochs']}",
+        "trainer.val_before_train=False",
+        f"trainer.rejection_sample_multiplier={preset['rejectionSampleMultiplier']}",
+    ]
