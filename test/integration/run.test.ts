@@ -66,21 +66,30 @@ test('malformed YAML gets an error observation and the run recovers on the next 
   assert.deepEqual(t.steps[1].parseErrors, []);
 });
 
-test('a model run through the local OpenAI-compatible server drives the real openai client end to end', async () => {
-  const srv = await startOpenAIServer({ models: ['scripted-model'], apiKey: 'test-key' });
+test('a model run through the local OpenAI-compatible server drives the real openai client end to end (judge included)', async () => {
+  const srv = await startOpenAIServer({ models: ['scripted-model', 'judge-model'], apiKey: 'test-key' });
+  // Used once the scripted turns are spent: only the judge asks then.
+  const half = { action_output_success: 0.5, todo_planning: 0.5, phase_adherence: 0.5, tool_use: 0.5 };
+  srv.respond = () => '```json\n' + JSON.stringify({ components: half, caps: [], penalties: { overthinking: 0, gaming: 0, phase_violations: 0 }, rationale: 'ok' }) + '\n```';
   try {
     const task = await loadTask(EXAMPLE);
     // The model answers with the reference solution's turns, after a first turn that explores read-only.
     srv.enqueue('<think>look first</think>\n<search>\naction: ls\npath: /app/data\n</search>', ...oracleTurns(task).turns);
     const r = await runTask({
       taskDir: EXAMPLE, outDir: outDir(), cwd: scratch,
-      env: { ...env, OPENAI_BASE_URL: srv.baseUrl, OPENAI_API_KEY: 'test-key', TBRL_MODEL: 'scripted-model' },
+      env: { ...env, OPENAI_BASE_URL: srv.baseUrl, OPENAI_API_KEY: 'test-key', TBRL_MODEL: 'scripted-model', TBRL_JUDGE_MODEL: 'judge-model' },
     });
     assert.equal(r.header.policy.kind, 'model');
     assert.equal(r.header.policy.model, 'scripted-model');
     assert.equal(r.footer.endReason, 'finished');
-    assert.equal(r.footer.reward?.total, 1);
-    assert.equal(srv.requests.length, r.steps.length);
+    assert.equal(r.footer.reward?.tests, 1);
+    const judge = r.footer.reward?.judge;
+    assert.ok(judge && 'score' in judge, JSON.stringify(judge));
+    assert.equal(judge.score, 0.5);
+    assert.ok(Math.abs((r.footer.reward?.total ?? 0) - (0.65 + 0.35 * 0.5)) < 1e-9, `total ${r.footer.reward?.total}`);
+    const agentRequests = srv.requests.filter((q) => q.body.model === 'scripted-model');
+    assert.equal(agentRequests.length, r.steps.length);
+    assert.equal(srv.requests.filter((q) => q.body.model === 'judge-model').length, 1);
     const first = srv.requests[0].messages;
     assert.equal(first[0].role, 'system');
     assert.match(first[0].content, /<bash>/);

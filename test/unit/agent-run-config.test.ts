@@ -45,6 +45,8 @@ test('bad configuration names the cause and the fix', () => {
     assert.throws(() => resolveRunConfig({ policy: 'model' }, {}, dir), isErr('config-missing', /--base-url/));
     assert.throws(() => resolveRunConfig({ baseUrl: 'http://x/v1' }, {}, dir), isErr('config-missing', /no model name[\s\S]*--model/));
     assert.throws(() => resolveRunConfig({ n: 0 }, {}, dir), isErr('config-invalid', /n must be/));
+    assert.throws(() => resolveRunConfig({}, { TBRL_JUDGE_MODEL: 'j' }, dir), isErr('config-missing', /judge model \(j\)[\s\S]*--base-url/));
+    assert.deepEqual(resolveRunConfig({ policy: 'oracle', judgeModel: 'j' }, { OPENAI_BASE_URL: 'http://e/v1' }, dir).judge, { baseUrl: 'http://e/v1', model: 'j', apiKey: undefined });
     mkdirSync(join(dir, '.tbrl'));
     writeFileSync(join(dir, '.tbrl', 'config.json'), '{"baseUrl": ');
     assert.throws(() => resolveRunConfig({}, {}, dir), isErr('config-invalid', /not valid JSON/));

@@ -73,10 +73,11 @@ export const runCommand: CliCommand = {
   usage: [
     'run <task-dir> [--base-url URL] [--model NAME] [--api-key KEY] [--n N] [--policy model|oracle]',
     '                [--verifier listwise|pointwise|pairwise|decision-only] [--max-steps N] [--max-time SEC]',
-    '                [--max-tokens N] [--out DIR] [--checkpoint] [--no-trace]',
+    '                [--max-tokens N] [--judge MODEL] [--out DIR] [--checkpoint] [--no-trace]',
     '',
     'Without an endpoint (--base-url, OPENAI_BASE_URL or .tbrl/config.json) the oracle policy runs the',
     "task's reference solution. The model name comes from --model, TBRL_MODEL or the config file.",
+    'With --judge (or TBRL_JUDGE_MODEL) an LLM judge on the same endpoint adds its score: 0.65 × tests + 0.35 × judge.',
     'Output: runs/<task>-<time>/trajectory.jsonl and report.md (or --out DIR).',
   ].join('\n'),
   options: {
@@ -89,6 +90,7 @@ export const runCommand: CliCommand = {
     'max-steps': { type: 'string' },
     'max-time': { type: 'string' },
     'max-tokens': { type: 'string' },
+    judge: { type: 'string' },
     out: { type: 'string' },
     checkpoint: { type: 'boolean' },
     'no-trace': { type: 'boolean' },
@@ -122,6 +124,7 @@ export const runCommand: CliCommand = {
         maxSteps: num(values, 'max-steps', true),
         maxTimeSec: num(values, 'max-time', false),
         maxTokens: num(values, 'max-tokens', true),
+        judgeModel: values.judge as string | undefined,
         outDir: values.out as string | undefined,
         checkpoint: values.checkpoint === true,
         trace: values['no-trace'] !== true,

@@ -21,6 +21,8 @@ export interface RunConfigInput {
   maxSteps?: number;
   maxTimeSec?: number;
   maxTokens?: number;
+  /** LLM judge model on the same endpoint; with it the reward is 0.65 × tests + 0.35 × judge. */
+  judgeModel?: string;
 }
 
 export interface ResolvedRunConfig {
@@ -32,6 +34,7 @@ export interface ResolvedRunConfig {
   maxSteps: number;
   maxTimeSec?: number;
   maxTokens?: number;
+  judge?: { baseUrl: string; model: string; apiKey?: string };
   /** Which sources contributed (for the report). */
   sources: string[];
 }
@@ -42,6 +45,7 @@ export const DEFAULT_MAX_STEPS = 50;
 const FILE_KEYS: Record<string, 'string' | 'number'> = {
   baseUrl: 'string', model: 'string', apiKey: 'string', n: 'number', temperature: 'number', maxTokensPerTurn: 'number',
   contextTokens: 'number', policy: 'string', verifier: 'string', maxSteps: 'number', maxTimeSec: 'number', maxTokens: 'number',
+  judgeModel: 'string',
 };
 
 export function readConfigFile(cwd: string): { path: string; values: RunConfigInput } | undefined {
@@ -72,6 +76,7 @@ export function resolveRunConfig(options: RunConfigInput, env: NodeJS.ProcessEnv
     baseUrl: env.OPENAI_BASE_URL || undefined,
     apiKey: env.OPENAI_API_KEY || undefined,
     model: env.TBRL_MODEL || undefined,
+    judgeModel: env.TBRL_JUDGE_MODEL || undefined,
   };
   const layers: Array<[string, RunConfigInput]> = [['options', options], ['environment', fromEnv], [file?.path ?? '', file?.values ?? {}]];
   const sources: string[] = [];
@@ -98,7 +103,12 @@ export function resolveRunConfig(options: RunConfigInput, env: NodeJS.ProcessEnv
   if (maxTimeSec !== undefined && !(maxTimeSec > 0)) throw new TbrlError('config-invalid', `max time must be a positive number of seconds (got ${maxTimeSec}).`, 'Use e.g. --max-time 600.');
   const maxTokens = pick('maxTokens');
   if (maxTokens !== undefined && !(maxTokens > 0)) throw new TbrlError('config-invalid', `max tokens must be positive (got ${maxTokens}).`, 'Use e.g. --max-tokens 200000.');
-  const common = { verifier: pick('verifier'), maxSteps, maxTimeSec, maxTokens, sources };
+  const judgeModel = pick('judgeModel');
+  if (judgeModel && !baseUrl) {
+    throw new TbrlError('config-missing', `A judge model (${judgeModel}) is configured but no endpoint to reach it.`, `Pass --base-url, set OPENAI_BASE_URL, or put "baseUrl" in ${CONFIG_FILE}.`);
+  }
+  const judge = judgeModel && baseUrl ? { baseUrl, model: judgeModel, apiKey: pick('apiKey') } : undefined;
+  const common = { verifier: pick('verifier'), maxSteps, maxTimeSec, maxTokens, ...(judge ? { judge } : {}), sources };
 
   let policy: 'model' | 'oracle';
   let policyReason: string;

@@ -203,8 +203,9 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
 
     const interrupted = loop.endReason === 'interrupted' || loop.endReason === 'cancelled';
     if (!options.skipReward && !interrupted) {
-      progress({ type: 'phase', phase: 'reward', message: 'Running the tests' });
-      const r = await computeReward({ task, sandbox, trajectoryLines: [header, ...steps], signal: options.signal });
+      progress({ type: 'phase', phase: 'reward', message: config.judge ? `Running the tests and the judge (${config.judge.model})` : 'Running the tests' });
+      const judge = config.judge ? { backend: { kind: 'openai' as const, ...config.judge } } : undefined;
+      const r = await computeReward({ task, sandbox, trajectoryLines: [header, ...steps], signal: options.signal, ...(judge ? { judge } : {}) });
       reward = r.reward;
       verifierTrace = r.verifierTrace;
       if (reward.testError) warn(`The tests could not be scored (${reward.testError.kind}): ${reward.testError.message}`);
