@@ -213,6 +213,9 @@ describe('actions in a real sandbox', () => {
     assert.deepEqual(r.results[0]!.record.trace?.writes, [{ path: '/work/t.txt', hunks: [{ oldStart: 2, oldLines: 1, newStart: 2, newLines: 2 }], created: false, linesAfter: 4 }]);
     assert.deepEqual(r.results[1]!.record.trace?.writes, [{ path: '/work/t2.txt', hunks: [{ oldStart: 0, oldLines: 0, newStart: 1, newLines: 2 }], created: true, linesAfter: 2 }]);
     assert.deepEqual(r.results[2]!.record.trace?.reads, ['/work/t.txt']);
+    // The edit read the file it changed; the write did not (an overwrite alone makes no edge).
+    assert.deepEqual(r.results[0]!.record.trace?.reads, ['/work/t.txt']);
+    assert.deepEqual(r.results[1]!.record.trace?.reads, []);
     const off = await run('<file>\naction: write\nfile_path: /work/t3.txt\ncontent: z\n</file>');
     assert.equal(off.results[0]!.record.trace, undefined);
   });

@@ -42,6 +42,10 @@ describe('edit', () => {
   test('not found because of whitespace only: says so', () => {
     const r = applyEdit(src, e('def add(a, b):\n  return a - b', 'x'));
     assert.match((r as { problem: string }).problem, /spaces, tabs and indentation are ignored/);
+    const inner = applyEdit(src, e('return a-b', 'x'));
+    assert.match((inner as { problem: string }).problem, /spaces, tabs and indentation are ignored/);
+    const real = applyEdit(src, e('return a * b', 'x'));
+    assert.doesNotMatch((real as { problem: string }).problem, /ignored/);
   });
 
   test('CRLF files are edited with LF text and stay CRLF', () => {

@@ -39,6 +39,10 @@ function collapseWs(s: string): string {
   return s.replace(/[ \t]+/g, ' ').split('\n').map((l) => l.trim()).join('\n').trim();
 }
 
+function noWs(s: string): string {
+  return s.replace(/\s+/g, '');
+}
+
 function bigrams(s: string): Map<string, number> {
   const m = new Map<string, number>();
   for (let i = 0; i < s.length - 1; i++) {
@@ -94,7 +98,7 @@ export function numberLines(lines: string[], firstLine: number, maxChars = 400):
 function notFound(content: string, e: EditSpec): string {
   const parts = ['`old_string` was not found in the file.'];
   if (content.trim() === '') parts.push('The file is empty.');
-  else if (collapseWs(content).includes(collapseWs(e.old_string)) && collapseWs(e.old_string) !== '') {
+  else if (collapseWs(e.old_string) !== '' && (collapseWs(content).includes(collapseWs(e.old_string)) || noWs(content).includes(noWs(e.old_string)))) {
     parts.push('It does match if spaces, tabs and indentation are ignored: copy the exact whitespace from the file (read it with `file.read` first).');
   }
   const near = nearestLines(content, e.old_string);

@@ -23,8 +23,12 @@ function readTrace(ctx: ActionContext, abs: string): CommandTrace | undefined {
   return ctx.trace ? { ...emptyTrace(), reads: [abs] } : undefined;
 }
 
-function writeTrace(path: string, before: string | undefined, after: string): CommandTrace {
-  return { ...emptyTrace(), writes: [{ path, hunks: lineHunks(before ?? '', after), created: before === undefined, linesAfter: splitLines(after).length }] };
+/**
+ * An edit reads the file it changes (its old_string had to be there), a write does not: an
+ * overwrite alone must make no dependency edge.
+ */
+function writeTrace(path: string, before: string | undefined, after: string, readsFile: boolean): CommandTrace {
+  return { ...emptyTrace(), reads: readsFile ? [path] : [], writes: [{ path, hunks: lineHunks(before ?? '', after), created: before === undefined, linesAfter: splitLines(after).length }] };
 }
 
 async function read(ctx: ActionContext, body: FileReadBody): Promise<HandlerOutcome> {
@@ -112,7 +116,7 @@ async function write(ctx: ActionContext, body: FileWriteBody): Promise<HandlerOu
   const verb = info.exists ? 'Overwrote' : 'Created';
   return {
     ...output(TAG, ctx, `${verb} ${abs} (${plural(byteLength(body.content), 'byte')}, ${plural(lines, 'line')}).`),
-    trace: ctx.trace ? writeTrace(info.real, info.exists ? before : undefined, body.content) : undefined,
+    trace: ctx.trace ? writeTrace(info.real, info.exists ? before : undefined, body.content, false) : undefined,
   };
 }
 
@@ -126,7 +130,7 @@ async function edit(ctx: ActionContext, body: FileEditBody): Promise<HandlerOutc
   const note = r.note ? `\n${r.note}` : '';
   return {
     ...output(TAG, ctx, `Edited ${abs}: ${plural(r.replacements, 'replacement')}.${note}${snippetAfter(loaded.text, r.content)}`),
-    trace: ctx.trace ? writeTrace(loaded.info.real, loaded.text, r.content) : undefined,
+    trace: ctx.trace ? writeTrace(loaded.info.real, loaded.text, r.content, true) : undefined,
   };
 }
 
@@ -140,7 +144,7 @@ async function multiEdit(ctx: ActionContext, body: FileMultiEditBody): Promise<H
   const notes = r.notes.length > 0 ? `\n${r.notes.join('\n')}` : '';
   return {
     ...output(TAG, ctx, `Edited ${abs}: ${plural(body.edits.length, 'edit')} applied (${r.replacements.map((n, i) => `#${i + 1}: ${n}`).join(', ')} replacements).${notes}${snippetAfter(loaded.text, r.content)}`),
-    trace: ctx.trace ? writeTrace(loaded.info.real, loaded.text, r.content) : undefined,
+    trace: ctx.trace ? writeTrace(loaded.info.real, loaded.text, r.content, true) : undefined,
   };
 }
 
