@@ -14,6 +14,9 @@ import { oracleTurns } from '../../src/core/agent/oracle';
 import { loadTask } from '../../src/core/tasks/load';
 import { readTrajectory } from '../../src/core/trajectory/reader';
 import { startOpenAIServer } from '../helpers/openai-server';
+import { DockerSandboxProvider } from '../../src/core/sandbox/provider';
+import { LABEL_RUN } from '../../src/core/sandbox/types';
+import type { RunTaskResult } from '../../src/core/run/run-task';
 
 const EXAMPLE = resolve('examples/hello-world');
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-run-it-'));
@@ -125,6 +128,31 @@ test('--n 2 with a listwise verifier: both candidates are kept, the verifier pic
     assert.match(s0.actions[0].observation, /picked-by-verifier/);
     assert.equal(r.footer.endReason, 'finished');
     assert.ok(r.footer.usage.verifierCalls >= 2, `verifier calls ${r.footer.usage.verifierCalls}`);
+  } finally {
+    await srv.close();
+  }
+});
+
+test('a model error mid-run still closes the sandbox and leaves a trajectory whose footer says error', async () => {
+  const srv = await startOpenAIServer({ models: ['m'], apiKey: 'right-key' });
+  srv.enqueue('<bash>\ncmd: echo before-the-error\n</bash>');
+  // The second call is answered 401: a bad key is not retried, so the run fails at step 1.
+  srv.respond = () => ({ status: 401, error: { message: 'invalid api key' } });
+  try {
+    let caught: unknown;
+    try {
+      await runTask({ taskDir: EXAMPLE, outDir: outDir(), cwd: scratch, env: { ...env, OPENAI_BASE_URL: srv.baseUrl, OPENAI_API_KEY: 'right-key', TBRL_MODEL: 'm' } });
+    } catch (err) {
+      caught = err;
+    }
+    const result = (caught as { result?: RunTaskResult }).result;
+    assert.ok(result, `runTask rejected with the run's result attached: ${String(caught)}`);
+    const t = await readTrajectory(result.trajectoryPath);
+    assert.equal(t.footer?.endReason, 'error');
+    assert.match(t.footer?.endMessage ?? '', /key|401|auth/i);
+    assert.equal(t.steps.length, 1);
+    const left = await new DockerSandboxProvider().docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=${t.header.runId}`] } });
+    assert.equal(left.length, 0, 'the sandbox was closed despite the error');
   } finally {
     await srv.close();
   }
