@@ -2,38 +2,61 @@ import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { LABEL_PID, LABEL_PROJECT, LABEL_RUN } from '../sandbox/types';
 import { LABEL_KIND } from './helper';
+import { BatchReader, type ReadAnswer } from './batch-reader';
 import { readThroughArchive, type FileContent } from './file-content';
 
+type Getter = (path: string) => Promise<Readable>;
+
 /**
- * The "before" side of line-level writes. We cannot read a file before a command runs without
- * knowing what it will write, so "before" is the last content we saw (after an earlier traced
- * command, or written by a file action through the traced sandbox), and for a file never seen,
- * its content in the image the sandbox started from, read from a created-but-never-started
- * container of that image. Writes by untraced commands in between are invisible, so such a
- * file's hunks are computed against older content (over-stating the change, never hiding one).
+ * Contents of written files, before and after a command.
+ *
+ * After: read in one round trip through the helper container, which sees the task's filesystem at
+ * /proc/<shell pid>/root (same PID namespace). Symlinks there would resolve against the helper's
+ * root, so those few go through the sandbox's archive API instead.
+ *
+ * Before: we cannot read a file before a command runs without knowing what it will write, so it is
+ * the last content we saw (after an earlier traced command, or written by a file action through the
+ * traced sandbox) and, for a file never seen, its content in the image the sandbox started from,
+ * read from a baseline container of that image (running `sleep`, or only created when the image has
+ * no `sleep`). Writes by untraced commands in between are invisible, so such a file's hunks are
+ * computed against older content (over-stating the change, never hiding one).
  */
 export class FileHistory {
   private readonly seen = new Map<string, FileContent>();
-  private baseline?: Promise<Docker.Container | undefined>;
+  private baseline?: Promise<{ container: Docker.Container; reader?: BatchReader } | undefined>;
 
   constructor(
     private readonly docker: Docker,
     private readonly image: string,
-    private readonly getArchive: (path: string) => Promise<Readable>,
+    private readonly sandboxArchive: Getter,
+    private readonly helperReader: BatchReader | undefined,
     private readonly labelsFrom: string,
   ) {}
 
-  /** Current content in the running sandbox. */
-  after(path: string): Promise<FileContent> {
-    return readThroughArchive(this.getArchive, path);
+  /** Current content in the running sandbox, one answer per path. */
+  async after(paths: readonly string[], shellPid: number): Promise<FileContent[]> {
+    if (!this.helperReader || !shellPid) return Promise.all(paths.map((p) => readThroughArchive(this.sandboxArchive, p)));
+    const answers = await this.helperReader.read(paths.map((p) => `/proc/${shellPid}/root${p}`));
+    return this.resolveSymlinks(paths, answers, this.sandboxArchive);
   }
 
-  async before(path: string): Promise<FileContent> {
-    const known = this.seen.get(path);
-    if (known) return known;
-    const base = await this.baselineContainer();
-    if (!base) return { kind: 'absent' };
-    return readThroughArchive(async (p) => (await base.getArchive({ path: p })) as unknown as Readable, path);
+  async before(paths: readonly string[]): Promise<FileContent[]> {
+    const out: (FileContent | undefined)[] = paths.map((p) => this.seen.get(p));
+    const unseen = paths.filter((_, i) => !out[i]);
+    if (unseen.length) {
+      const base = await this.baselineContainer();
+      let answers: FileContent[];
+      if (!base) answers = unseen.map(() => ({ kind: 'absent' }));
+      else {
+        const getter: Getter = async (p) => (await base.container.getArchive({ path: p })) as unknown as Readable;
+        answers = base.reader
+          ? await this.resolveSymlinks(unseen, await base.reader.read(unseen), getter)
+          : await Promise.all(unseen.map((p) => readThroughArchive(getter, p)));
+      }
+      let j = 0;
+      for (let i = 0; i < out.length; i++) if (!out[i]) out[i] = answers[j++];
+    }
+    return out as FileContent[];
   }
 
   remember(path: string, content: FileContent | Buffer): void {
@@ -43,10 +66,15 @@ export class FileHistory {
   async close(): Promise<void> {
     const base = await this.baseline?.catch(() => undefined);
     this.baseline = undefined;
-    await base?.remove({ force: true }).catch(() => undefined);
+    base?.reader?.close();
+    await base?.container.remove({ force: true }).catch(() => undefined);
   }
 
-  private baselineContainer(): Promise<Docker.Container | undefined> {
+  private async resolveSymlinks(paths: readonly string[], answers: ReadAnswer[], getter: Getter): Promise<FileContent[]> {
+    return Promise.all(answers.map((a, i) => (a.kind === 'symlink' ? readThroughArchive(getter, paths[i]) : Promise.resolve(a))));
+  }
+
+  private baselineContainer(): Promise<{ container: Docker.Container; reader?: BatchReader } | undefined> {
     this.baseline ??= (async () => {
       let labels: Record<string, string> = {};
       try {
@@ -54,10 +82,11 @@ export class FileHistory {
       } catch {
         // Labels are for cleanup only; proceed with ours.
       }
+      let container: Docker.Container;
       try {
-        return await this.docker.createContainer({
+        container = await this.docker.createContainer({
           Image: this.image,
-          Entrypoint: ['/bin/true'],
+          Entrypoint: ['sleep', 'infinity'],
           Cmd: [],
           Labels: {
             [LABEL_PROJECT]: 'tbrl',
@@ -65,11 +94,18 @@ export class FileHistory {
             [LABEL_PID]: String(process.pid),
             [LABEL_KIND]: 'trace-baseline',
           },
-          HostConfig: { NetworkMode: 'none', LogConfig: { Type: 'none', Config: {} } },
+          HostConfig: { NetworkMode: 'none', LogConfig: { Type: 'none', Config: {} }, Memory: 64 * 1024 * 1024 },
         });
       } catch {
         // Without a baseline every unseen file counts as created: all its lines are new.
         return undefined;
+      }
+      try {
+        await container.start();
+        return { container, reader: await BatchReader.start(container) };
+      } catch {
+        // No `sleep`/`sh` in the image: the created container still serves archive reads.
+        return { container };
       }
     })();
     return this.baseline;

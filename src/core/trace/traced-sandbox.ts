@@ -11,7 +11,9 @@ import { markPath } from './strace-parser';
 import { extractStdoutValues } from './stdout-values';
 import { resolveWrites } from './writes';
 import type { CommandTrace, VerifierTrace } from './types';
-import { TraceWindows } from './windows';
+import { TraceWindows, type TraceWindow } from './windows';
+import { BatchReader } from './batch-reader';
+import { ansiCQuote } from '../sandbox/bash-quote';
 
 export interface TracedSandboxOptions {
   /** Docker client; defaults to DOCKER_HOST or /var/run/docker.sock like the sandbox. */
@@ -43,6 +45,19 @@ export interface TracedSandbox extends Sandbox {
 
 const METHOD = 'strace via helper container (--pid=container, SYS_PTRACE)';
 const PID_TAG = '__TBRL_TRACE_PID__ ';
+/**
+ * Runs a command between two marker opens inside the shell process. The sandbox already evaluates
+ * our text inside its own function and `&& ||` frame, so `set -e` cannot stop us before the end
+ * marker; `shift 2` leaves the command the same (empty) positional parameters it would see anyway.
+ */
+const TRACED_FN = [
+  '__tbrl_traced() { local __tbrl_n=$1 __tbrl_c=$2 __tbrl_t; shift 2',
+  ': 2>/dev/null <"/.tbrl-mark-$__tbrl_n-begin"',
+  'builtin eval "$__tbrl_c"',
+  '__tbrl_t=$?',
+  ': 2>/dev/null <"/.tbrl-mark-$__tbrl_n-end"',
+  'return $__tbrl_t; }',
+].join('\n');
 
 function parsePidReply(output: string): { pid: number; stray: string } {
   const at = output.lastIndexOf(`\n${PID_TAG}`);
@@ -93,14 +108,17 @@ class TraceEngine {
     private readonly helper: StraceHelper,
     private windows: TraceWindows,
     readonly history: FileHistory,
+    private readonly reader: BatchReader | undefined,
     private readonly log: RotatingLog | undefined,
     private readonly options: TracedSandboxOptions,
   ) {}
 
   static async start(inner: Sandbox, helper: StraceHelper, docker: Docker, options: TracedSandboxOptions): Promise<TraceEngine> {
     const log = options.logPath ? new RotatingLog(options.logPath, options.maxLogBytes ?? 32 * 1024 * 1024) : undefined;
-    const history = new FileHistory(docker, inner.info.image, (p) => inner.getArchive(p), helper.container.id);
-    const engine = new TraceEngine(inner, helper, new TraceWindows(0, '/', 0), history, log, options);
+    // Without the batch reader, written files are read one archive call each: slower, same result.
+    const reader = await BatchReader.start(helper.container).catch(() => undefined);
+    const history = new FileHistory(docker, inner.info.image, (p) => inner.getArchive(p), reader, helper.container.id);
+    const engine = new TraceEngine(inner, helper, new TraceWindows(0, '/', 0), history, reader, log, options);
     await engine.attachToShell();
     return engine;
   }
@@ -109,9 +127,13 @@ class TraceEngine {
     return this.helper.tracedPid ?? 0;
   }
 
-  /** Asks the shell for its pid (as seen in the shared PID namespace) and cwd, and attaches strace to it. */
+  /**
+   * Asks the shell for its pid (as seen in the shared PID namespace) and cwd, attaches strace to it
+   * and defines the function that frames a traced command with begin/end marker opens, so a traced
+   * command costs one round trip like an untraced one.
+   */
   private async attachToShell(): Promise<void> {
-    const r = await this.inner.exec(`builtin printf '\\n${PID_TAG}%s %s\\n' "$$" "$PWD"`, { timeoutMs: 10_000 });
+    const r = await this.inner.exec(`${TRACED_FN}\nbuiltin printf '\\n${PID_TAG}%s %s\\n' "$$" "$PWD"`, { timeoutMs: 10_000 });
     const m = new RegExp(`\\n${PID_TAG}(\\d+) (.*)\\n`).exec(`\n${r.output}`);
     if (!m) throw new TracerUnavailable(`the shell did not report its pid (got ${JSON.stringify(r.output.slice(0, 80))})`);
     const pid = Number(m[1]);
@@ -124,43 +146,61 @@ class TraceEngine {
   async exec(command: string, options: ExecOptions): Promise<ExecResult> {
     const n = ++this.seq;
     const notes: string[] = [];
-    let begin = await this.mark(n, 'begin');
-    this.stray += begin.stray;
-    if (begin.pid !== this.shellPid) {
-      // The shell was restarted (e.g. after a timeout): follow the new one.
-      await this.attachToShell();
-      begin = await this.mark(n, 'begin');
-      this.stray += begin.stray;
+    const endTimeout = this.options.endMarkTimeoutMs ?? 10_000;
+    let result: ExecResult;
+    let window: TraceWindow | undefined;
+    let pid = this.shellPid;
+    if (options.background) {
+      // The sandbox runs background commands in a subshell: mark around it from the shell itself.
+      let begin = await this.mark(n, 'begin');
+      if (begin.pid !== pid) {
+        await this.attachToShell();
+        begin = await this.mark(n, 'begin');
+        pid = begin.pid;
+      }
+      result = await this.inner.exec(command, options);
+      const end = await this.mark(n, 'end');
+      this.stray += end.stray;
+      if (end.pid === pid) window = await this.windows.waitForEnd(n, endTimeout);
+      result.output = begin.stray + result.output;
+    } else {
+      // A respawned shell (the agent typed `exit`) lacks the function: the command still runs, untraced.
+      const quoted = ansiCQuote(command);
+      result = await this.inner.exec(`if builtin declare -F __tbrl_traced >/dev/null 2>&1; then __tbrl_traced ${n} ${quoted}; else builtin eval ${quoted}; fi`, options);
+      window = await this.windows.waitForEnd(n, result.timedOut ? 1000 : Math.min(2000, endTimeout));
+      if (!window) {
+        // A timeout or `exit` may have restarted the shell, or the command left the function early (`return`).
+        const end = await this.mark(n, 'end');
+        this.stray += end.stray;
+        if (end.pid === pid) window = await this.windows.waitForEnd(n, endTimeout);
+        else {
+          notes.push('the shell was restarted during the command (timeout); its trace is lost');
+          await this.attachToShell().catch((err) => notes.push(`re-attaching failed: ${(err as Error).message}`));
+        }
+      }
     }
-    const pid = begin.pid;
-    const result = await this.inner.exec(command, options);
     if (this.stray) {
       result.output = this.stray + result.output;
       this.stray = '';
     }
-    const end = await this.mark(n, 'end');
-    this.stray += end.stray;
-    const endPid = end.pid;
-    let window = endPid === pid ? await this.windows.waitForEnd(n, this.options.endMarkTimeoutMs ?? 10_000) : undefined;
-    if (endPid !== pid) notes.push('the shell was restarted during the command (timeout); its trace is lost');
-    else if (!window) notes.push('the end of the command never appeared in the trace');
+    if (!window && notes.length === 0) notes.push('the end of the command never appeared in the trace');
     if (window?.dropped) notes.push(`${window.dropped} syscall events beyond the per-command cap were dropped`);
-    window ??= { n, events: [], dropped: 0 };
+    const events = window?.events ?? [];
 
     const parser = this.windows.parser;
     const ctx = { writtenBefore: this.writtenBefore, shellPid: pid, commOf: (p: number) => parser.commOf(p) };
-    let raw = aggregate(window.events, ctx);
+    let raw = aggregate(events, ctx);
     const settle = this.options.settle ?? { quietMs: 300, maxMs: 3000 };
     if (settle && raw.outlived.length > 0) {
       const pids = raw.outlived.map((s) => Number(s.split(':')[0]));
       const late = await this.windows.settle(pids, settle.quietMs, settle.maxMs);
-      if (late.length) raw = aggregate([...window.events, ...late], ctx);
+      if (late.length) raw = aggregate([...events, ...late], ctx);
     }
 
     const files = await resolveWrites(
       [...raw.written, ...raw.removed],
-      (p) => this.history.after(p),
-      (p) => this.history.before(p),
+      (ps) => this.history.after(ps, this.shellPid),
+      (ps) => this.history.before(ps),
       this.options.maxFilesPerCommand ?? 256,
       (p, content) => this.history.remember(p, content),
     );
@@ -196,6 +236,7 @@ class TraceEngine {
   }
 
   async close(): Promise<void> {
+    this.reader?.close();
     await this.helper.remove();
     await this.history.close();
     this.log?.close();

@@ -2,8 +2,6 @@ import { countLines, lineHunks } from './linediff';
 import type { FileContent } from './file-content';
 import type { FileWrite } from './types';
 
-const READ_CONCURRENCY = 4;
-
 /**
  * Turns the paths a command may have changed into line-level FileWrites by comparing each file's
  * content now with its content before. A path that does not exist before or after (a temp file
@@ -12,8 +10,8 @@ const READ_CONCURRENCY = 4;
  */
 export async function resolveWrites(
   paths: readonly string[],
-  after: (path: string) => Promise<FileContent>,
-  before: (path: string) => Promise<FileContent>,
+  after: (paths: readonly string[]) => Promise<FileContent[]>,
+  before: (paths: readonly string[]) => Promise<FileContent[]>,
   maxFiles: number,
   remember?: (path: string, content: FileContent) => void,
 ): Promise<{ writes: FileWrite[]; notes: string[] }> {
@@ -21,25 +19,24 @@ export async function resolveWrites(
   const notes: string[] = [];
   const todo = unique.slice(0, maxFiles);
   if (unique.length > maxFiles) notes.push(`${unique.length - maxFiles} written files beyond the cap of ${maxFiles} were not diffed: ${unique.slice(maxFiles, maxFiles + 5).join(', ')}…`);
-  const results: (FileWrite | undefined)[] = new Array(todo.length);
+  if (todo.length === 0) return { writes: [], notes };
   const notDiffed: string[] = [];
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < todo.length) {
-      const i = next++;
-      const path = todo[i];
-      try {
-        const [now, then] = await Promise.all([after(path), before(path)]);
-        remember?.(path, now);
-        results[i] = toWrite(path, then, now, notDiffed);
-      } catch (err) {
-        notDiffed.push(`${path} (${(err as Error).message.split('\n')[0]})`);
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, todo.length) }, worker));
+  let nows: FileContent[];
+  let thens: FileContent[];
+  try {
+    [nows, thens] = await Promise.all([after(todo), before(todo)]);
+  } catch (err) {
+    notes.push(`written files could not be read: ${(err as Error).message.split('\n')[0]}`);
+    return { writes: [], notes };
+  }
+  const writes: FileWrite[] = [];
+  todo.forEach((path, i) => {
+    remember?.(path, nows[i]);
+    const w = toWrite(path, thens[i], nows[i], notDiffed);
+    if (w) writes.push(w);
+  });
   if (notDiffed.length) notes.push(`not diffed: ${notDiffed.slice(0, 10).join(', ')}${notDiffed.length > 10 ? '…' : ''}`);
-  return { writes: results.filter((w): w is FileWrite => w !== undefined), notes };
+  return { writes, notes };
 }
 
 function toWrite(path: string, then: FileContent, now: FileContent, notDiffed: string[]): FileWrite | undefined {
