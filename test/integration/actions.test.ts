@@ -252,4 +252,14 @@ describe('grep with ripgrep in the image', () => {
     const dash = await executeTurn(parseTurn('<search>\naction: grep\npattern: "--flag"\npath: /code\n</search>'), ctx);
     assert.match(dash.results[0]!.record.observation, /\/code\/d\.txt:1:--flag/);
   });
+
+  it('an error the agent can act on is an observation; a closed sandbox rejects the turn', async () => {
+    const ctx: ActionContext = { sandbox: sb, state: newState(), trace: false, maxObservationBytes: 8192, defaultTimeoutMs: 30_000 };
+    await sb.writeFile('/tmp/afile', 'a regular file\n');
+    const ro = await executeTurn(parseTurn('<file>\naction: write\nfile_path: /tmp/afile/inside.txt\ncontent: x\n</file>'), ctx);
+    assert.equal(ro.results[0]!.record.ok, false);
+    assert.match(ro.results[0]!.record.observation, /^<file_output>\nError: the file\.write action failed: .*not a directory/);
+    await sb.close();
+    await assert.rejects(executeTurn(parseTurn('<bash>\ncmd: ls\n</bash>'), ctx), (err: { code?: string }) => err.code === 'CONTAINER_GONE');
+  });
 });
