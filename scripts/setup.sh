@@ -63,4 +63,21 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 log "building bundles"
 npm run -s build || die "build failed"
+# --- Python + Ray for the trainer bridge (owned by the trainer-bridge work; keep this section together) ---
+# A venv at .venv-ray holds ray[default] (pinned: the Jobs API the tests exercise), pytest and pyarrow
+# (the bridge writes the verl/rLLM parquet). Fast when already there: one import check.
+RAY_VERSION=2.60.0
+RAY_VENV=.venv-ray
+ray_ok() { "$RAY_VENV/bin/python" -c "import ray, pytest, pyarrow, sys; sys.exit(ray.__version__ != '$RAY_VERSION')" >/dev/null 2>&1; }
+if ! ray_ok; then
+  command -v python3 >/dev/null || apt_install python3 python3-venv
+  python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || die "trainer bridge needs Python >= 3.10 (found $(python3 --version 2>&1))"
+  [ -x "$RAY_VENV/bin/python" ] || python3 -m venv "$RAY_VENV" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$RAY_VENV"; } || die "cannot create $RAY_VENV (python3 -m venv)"
+  log "installing ray[default]==$RAY_VERSION, pytest, pyarrow into $RAY_VENV (a few minutes the first time)"
+  "$RAY_VENV/bin/pip" install -q "ray[default]==$RAY_VERSION" pytest pyarrow >/tmp/tbrl-pip-ray.log 2>&1 \
+    || { tail -20 /tmp/tbrl-pip-ray.log; die "pip install ray[default]==$RAY_VERSION failed (log above)"; }
+  ray_ok || die "ray $RAY_VERSION is not importable from $RAY_VENV after the install"
+fi
+log "ray $RAY_VERSION ready in $RAY_VENV (scripts/ray.sh start|stop runs a local head)"
+# --- end of Python + Ray section ---
 log "ready"

@@ -1,6 +1,7 @@
 // Runs the suites with node's built-in test runner (TypeScript through tsx), then the after-suite
 // checks (no leaked containers), and prints one closing line that counts both runs.
 // Usage: node scripts/test.mjs [unit|integration|e2e|all]   (default: all but e2e until it exists)
+// `python` runs only the trainer-bridge pytest suite; `all` runs it too (its counts join the totals).
 import { spawnSync } from 'node:child_process';
 import { readdirSync, existsSync, readFileSync, mkdtempSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -40,11 +41,38 @@ function runFiles(label, files, concurrency) {
   if (r.status !== 0) failedRuns++;
 }
 
-for (const s of suites) {
-  // Integration tests share one Docker daemon on a 2-core machine: two files at a time is the sweet spot.
-  runFiles(s, testFiles(join('test', s)), s === 'unit' ? 4 : 2);
+// The trainer tests submit jobs to a real local Ray head: one head for the whole integration run,
+// started here (the test files start one only when run alone) and always stopped at the end.
+const rayTests = suites.includes('integration') && testFiles('test/integration').some((f) => /[\\/]trainer[^\\/]*\.test\.ts$/.test(f));
+if (rayTests) {
+  const r = spawnSync('scripts/ray.sh', ['start'], { stdio: 'inherit' });
+  if (r.status !== 0) failedRuns++;
 }
+try {
+  for (const s of suites.filter((x) => x !== 'python')) {
+    // Integration tests share one Docker daemon on a 2-core machine: two files at a time is the sweet spot.
+    runFiles(s, testFiles(join('test', s)), s === 'unit' ? 4 : 2);
+  }
+} finally {
+  if (rayTests) spawnSync('scripts/ray.sh', ['stop'], { stdio: 'inherit' });
+}
+if (which === 'all' || which === 'python') runPytest();
 if (suites.includes('integration')) runFiles('after-suite', testFiles('test/after-suite'), 1);
+
+// trainer-bridge's pytest, with the venv scripts/setup.sh makes; its closing line
+// ("== 12 passed, 1 failed in 3.2s ==") is added to the totals.
+function runPytest() {
+  const python = existsSync('.venv-ray/bin/python') ? '.venv-ray/bin/python' : 'python3';
+  console.log('\n=== python: trainer-bridge/tests ===');
+  const r = spawnSync(python, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'trainer-bridge/tests'], { encoding: 'utf8', env: { ...process.env, TBRL_TEST: '1' } });
+  process.stdout.write(r.stdout ?? '');
+  process.stderr.write(r.stderr ?? '');
+  const last = (r.stdout ?? '').trim().split('\n').pop() ?? '';
+  const n = (k) => Number((last.match(new RegExp(`(\\d+) ${k}`)) ?? [])[1] ?? 0);
+  passed += n('passed');
+  failed += n('failed') + n('error');
+  if (r.status !== 0) failedRuns++;
+}
 
 console.log(`\n${passed} passed, ${failed} failed`);
 process.exit(failed > 0 || failedRuns > 0 ? 1 : 0);
