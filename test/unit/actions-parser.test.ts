@@ -102,6 +102,10 @@ describe('think blocks', () => {
   test('an unclosed <think> does not swallow the turn', () => {
     assert.deepEqual(actions('<think>hmm\n<bash>\ncmd: ls\n</bash>').map((a) => a.body.cmd), ['ls']);
   });
+  test('tags in inline code are prose', () => {
+    const t = 'I will use `<bash>` and then `<finish>`:\n<bash>\ncmd: ls\n</bash>';
+    assert.deepEqual(parseTurn(t).items.map((i) => (i.ok ? i.action.kind : i.error.code)), ['bash']);
+  });
   test('a turn with no tags has no items', () => {
     assert.deepEqual(parseTurn('I am done thinking.').items, []);
     assert.deepEqual(parseTurn('').items, []);

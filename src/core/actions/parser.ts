@@ -210,6 +210,12 @@ function scan(text: string): ParsedTurn {
       continue;
     }
 
+    // `<bash>` in inline code is prose about the tag, not a use of it.
+    if (text[start - 1] === '`' && text[afterOpen] === '`') {
+      pos = afterOpen;
+      continue;
+    }
+
     if (isActionTag(name)) {
       if (attrs === '/') {
         items.push(name === 'finish'
