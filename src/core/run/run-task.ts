@@ -201,6 +201,8 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
       },
     });
 
+    const kept = steps.filter((s) => s.checkpoint).length;
+    if (kept > 0) progress({ type: 'info', message: `${kept} checkpoint image(s) kept for fork / step back; \`tbrl gc\` removes them once this process has exited.` });
     const interrupted = loop.endReason === 'interrupted' || loop.endReason === 'cancelled';
     if (!options.skipReward && !interrupted) {
       progress({ type: 'phase', phase: 'reward', message: config.judge ? `Running the tests and the judge (${config.judge.model})` : 'Running the tests' });
