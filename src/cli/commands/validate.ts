@@ -36,24 +36,30 @@ export const validateCommand: CliCommand = {
   name: 'validate',
   summary: 'Check tasks: static checks, image build, oracle scores 1, an empty agent scores below 1',
   usage: [
-    'validate <task-dir...> [--concurrency N] [--json out.json] [--static-only]',
+    'validate <task-dir...> [--concurrency N] [--json out.json] [--static-only] [--oracle policy|script]',
     '',
     'Runs tasks in parallel (default 2 at a time). Exit code 1 when any task is invalid.',
+    'The reference solution runs as the oracle policy through the agent loop (like `tbrl run --policy',
+    "oracle`); --oracle script runs it directly in the container, as Terminal-Bench's oracle agent does.",
   ].join('\n'),
   options: {
     concurrency: { type: 'string', default: '2' },
     json: { type: 'string' },
     'static-only': { type: 'boolean', default: false },
+    oracle: { type: 'string', default: 'policy' },
   },
   async run({ positionals, values }) {
     if (positionals.length === 0) throw new UsageError('name at least one task directory, e.g. `tbrl validate examples/hello-world`.');
     const concurrency = Number(values.concurrency);
     if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a whole number >= 1, not "${String(values.concurrency)}".`);
     const staticOnly = values['static-only'] === true;
+    const oracle = values.oracle;
+    if (oracle !== 'policy' && oracle !== 'script') throw new UsageError(`--oracle must be policy or script, not "${String(oracle)}".`);
     const total = positionals.length;
     const results = await validateTasks(positionals, {
       concurrency,
       staticOnly,
+      oracle,
       provider: staticOnly ? undefined : new DockerSandboxProvider(),
       onProgress: (e) => {
         if (e.type === 'stage') console.error(`  ${e.path}: ${e.message}`);

@@ -3,7 +3,9 @@ import { readFile } from 'node:fs/promises';
 import { errorMessage } from '../errors';
 import type { Sandbox, SandboxProvider } from '../sandbox/types';
 import { runTests, TASK_ERROR_KINDS, type TestRunResult } from '../reward/tests';
-import { oracleTurns } from '../agent/oracle';
+import { createOraclePolicy, oracleTurns } from '../agent/oracle';
+import { runAgentLoop } from '../agent/loop';
+import { loadSystemPrompt } from '../agent/prompt';
 import type { Task } from './model';
 import { loadTask } from './load';
 import { staticCheckTask, type Finding } from './static-checks';
@@ -54,6 +56,12 @@ export interface ValidateOptions {
   concurrency?: number;
   /** Static checks only: no Docker. */
   staticOnly?: boolean;
+  /**
+   * How the reference solution runs. `policy` (default): the oracle policy through the agent loop,
+   * as `tbrl run --policy oracle` does, so the harness itself is checked too. `script`: the script
+   * in the container directly, as Terminal-Bench's oracle agent does.
+   */
+  oracle?: 'policy' | 'script';
   /** Sandbox provider; required unless staticOnly. */
   provider?: SandboxProvider;
   onProgress?: (event: ValidationProgress) => void;
@@ -131,8 +139,9 @@ export async function validateTask(path: string, options: ValidateOptions): Prom
   } else {
     stage('build', 'building the image');
     const oracle = await withSandbox(task, options, result, async (sandbox) => {
-      stage('oracle', 'running the reference solution');
-      const ran = await runSolution(task, sandbox);
+      const mode = oracleMode(task, options.oracle ?? 'policy');
+      stage('oracle', `running the reference solution (${mode === 'policy' ? 'oracle policy through the agent loop' : 'script'})`);
+      const ran = mode === 'policy' ? await runOraclePolicy(task, sandbox) : await runSolution(task, sandbox);
       if (ran.error) return { run: undefined, error: ran.error };
       return { run: await runTests({ task, sandbox }) };
     });
@@ -185,6 +194,31 @@ async function withSandbox(task: Task, options: ValidateOptions, result: TaskVal
   } finally {
     await sandbox.close().catch(() => undefined);
   }
+}
+
+/** solution.yaml entries with `block: false` (servers) need the script runner: the loop waits for every command. */
+function oracleMode(task: Task, wanted: 'policy' | 'script'): 'policy' | 'script' {
+  const entries = Array.isArray(task.extra.solutionYaml) ? task.extra.solutionYaml : [];
+  const nonBlocking = entries.some((e: unknown) => typeof e === 'object' && e !== null && (e as { block?: unknown }).block === false);
+  return wanted === 'policy' && !nonBlocking ? 'policy' : 'script';
+}
+
+/** The oracle policy through the agent loop: the same path as `tbrl run --policy oracle`. */
+async function runOraclePolicy(task: Task, sandbox: Sandbox): Promise<{ error?: string }> {
+  const { turns } = oracleTurns(task);
+  const result = await runAgentLoop({
+    policy: createOraclePolicy(task),
+    sandbox,
+    task,
+    systemPrompt: loadSystemPrompt().text,
+    // One spare step: a finish the loop did not see would otherwise end as max-steps silently.
+    limits: { maxSteps: turns.length + 1, maxTimeMs: Math.round(task.agentTimeoutSec * 1000) },
+    trace: false,
+  });
+  if (result.endReason !== 'finished') {
+    return { error: `the oracle run ended with '${result.endReason}' instead of finishing${result.endMessage ? `: ${result.endMessage.split('\n')[0]}` : ''}` };
+  }
+  return {};
 }
 
 /**
