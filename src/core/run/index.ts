@@ -1,0 +1,3 @@
+export { runTask, type RunTaskOptions, type RunTaskResult, type RunProgress } from './run-task';
+export { resolveRunConfig, readConfigFile, CONFIG_FILE, DEFAULT_MAX_STEPS, type RunConfigInput, type ResolvedRunConfig } from './config';
+export { renderReport } from './report';
