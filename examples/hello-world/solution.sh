@@ -1,5 +1,8 @@
 #!/bin/bash
 set -euo pipefail
+# Look around first (these reads change nothing the tests check).
+ls -la /app/data
+head -n 3 /app/data/input.txt
 mkdir -p /app/out
 cat > /app/wordfreq.py <<'PY'
 import json
@@ -15,3 +18,5 @@ with open("/app/out/summary.txt", "w", encoding="utf-8") as f:
     f.write(f"{len(counts)} distinct words, {len(words)} total, top: {counts[0][0]}\n")
 PY
 python3 /app/wordfreq.py
+# Check the result by eye.
+cat /app/out/summary.txt
