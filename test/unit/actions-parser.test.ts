@@ -188,6 +188,14 @@ describe('errors, one per kind', () => {
     const [a] = actions('<file>\naction: write\nfile_path: /a.xml\ncontent: |\n  <config>\n  <search>\n    <depth>3</depth>\n  </search>\n  </config>\n</file>');
     assert.equal(a!.body.content, '<config>\n<search>\n  <depth>3</depth>\n</search>\n</config>\n');
   });
+  test('at most 10 errors are listed per turn, the rest are counted', () => {
+    const items = parseTurn('<bash>\ncmd: [\n</bash>\n'.repeat(25) + '<bash>\ncmd: ok\n</bash>').items;
+    assert.equal(items.length, 12);
+    assert.ok(items.slice(0, 10).every((i) => !i.ok && i.error.code === 'yaml-syntax'));
+    assert.ok(items[10]!.ok);
+    const last = items[11]!;
+    assert.ok(!last.ok && last.error.code === 'too-many-errors' && /15 more malformed items/.test(last.error.message));
+  });
   test('attributes on a tag', () => {
     assertHelpful(onlyError('<bash timeout="5">\ncmd: ls\n</bash>'), 'tag-attributes', 'no attributes');
   });

@@ -19,7 +19,8 @@ export type ParseErrorCode =
   | 'unknown-action'
   | 'unknown-tag'
   | 'unclosed-tag'
-  | 'tag-attributes';
+  | 'tag-attributes'
+  | 'too-many-errors';
 
 /** Longest excerpt quoted back; long bodies keep their start and end. */
 export const MAX_EXCERPT_CHARS = 800;

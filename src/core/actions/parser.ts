@@ -27,6 +27,8 @@ const ACTION_OPEN_LINE = new RegExp(`^<(${ACTION_TAGS.join('|')})>[ \\t]*$`, 'm'
 const MAX_LINE_SHOWN = 200;
 /** Prose full of markup should not bury the real errors. */
 const MAX_UNKNOWN_TAG_ERRORS = 5;
+/** Beyond this, errors are counted, not listed: each becomes an observation in the context. */
+const MAX_ERRORS_PER_TURN = 10;
 const MAX_BODY_CHARS_FOR_YAML = 2_000_000;
 
 function escapeRegExp(s: string): string {
@@ -190,6 +192,12 @@ function errorItem(error: ActionParseError): Item {
 
 function scan(text: string): ParsedTurn {
   const items: Item[] = [];
+  let errors = 0;
+  let suppressed = 0;
+  const push = (item: Item) => {
+    if (!item.ok && ++errors > MAX_ERRORS_PER_TURN) suppressed++;
+    else items.push(item);
+  };
   const closes: CloseCache = new Map();
   let unknownTags = 0;
   let pos = startAfterOrphanThinkClose(text);
@@ -218,7 +226,7 @@ function scan(text: string): ParsedTurn {
 
     if (isActionTag(name)) {
       if (attrs === '/') {
-        items.push(name === 'finish'
+        push(name === 'finish'
           ? parseAction(name, '', m[0])
           : errorItem(makeParseError({ code: 'empty-body', tag: name, problem: `<${name}/> has no body; <${name}> needs YAML fields between <${name}> and </${name}>`, excerpt: m[0] })));
         pos = afterOpen;
@@ -226,17 +234,17 @@ function scan(text: string): ParsedTurn {
       }
       const close = findClose(closes, text, name, afterOpen, false);
       if (attrs !== '') {
-        items.push(errorItem(makeParseError({ code: 'tag-attributes', tag: name, problem: `tags take no attributes (\`${m[0]}\`); put every field in the YAML body between <${name}> and </${name}>`, excerpt: text.slice(start, close ? close.end : afterOpen + 300) })));
+        push(errorItem(makeParseError({ code: 'tag-attributes', tag: name, problem: `tags take no attributes (\`${m[0]}\`); put every field in the YAML body between <${name}> and </${name}>`, excerpt: text.slice(start, close ? close.end : afterOpen + 300) })));
         pos = close ? close.end : afterOpen;
         continue;
       }
       const body = close ? text.slice(afterOpen, close.start) : '';
       if (!close || ACTION_OPEN_LINE.test(body)) {
-        items.push(errorItem(makeParseError({ code: 'unclosed-tag', tag: name, problem: `<${name}> is never closed: end the action with </${name}> (each action is <tag>, YAML fields, </tag>; tags do not nest)`, excerpt: text.slice(start, Math.min(text.length, afterOpen + 400)) })));
+        push(errorItem(makeParseError({ code: 'unclosed-tag', tag: name, problem: `<${name}> is never closed: end the action with </${name}> (each action is <tag>, YAML fields, </tag>; tags do not nest)`, excerpt: text.slice(start, Math.min(text.length, afterOpen + 400)) })));
         pos = afterOpen;
         continue;
       }
-      items.push(parseAction(name, body, text.slice(start, close.end)));
+      push(parseAction(name, body, text.slice(start, close.end)));
       pos = close.end;
       continue;
     }
@@ -249,10 +257,13 @@ function scan(text: string): ParsedTurn {
       if (close && unknownTags++ < MAX_UNKNOWN_TAG_ERRORS) {
         const suggestion = closest(name, ACTION_TAGS);
         const kind = suggestion ?? (/_output$/.test(name) ? name.replace(/_output$/, '') : undefined);
-        items.push(errorItem(makeParseError({ code: 'unknown-tag', kind: kind && isActionTag(kind) ? kind : undefined, problem: unknownTagProblem(name, suggestion), excerpt: text.slice(start, close.end) })));
+        push(errorItem(makeParseError({ code: 'unknown-tag', kind: kind && isActionTag(kind) ? kind : undefined, problem: unknownTagProblem(name, suggestion), excerpt: text.slice(start, close.end) })));
       }
     }
     pos = afterOpen;
+  }
+  if (suppressed > 0) {
+    items.push(errorItem(makeParseError({ code: 'too-many-errors', problem: `${suppressed} more malformed item${suppressed === 1 ? '' : 's'} in this turn ${suppressed === 1 ? 'is' : 'are'} not listed. Write fewer actions per turn, each as <tag>, YAML fields, </tag>.`, excerpt: '' })));
   }
   return { items };
 }
