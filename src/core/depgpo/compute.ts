@@ -7,6 +7,8 @@ import type { CommandScore, DepgpoEdge, DepgpoInput, DepgpoResult, EdgeKind, Res
 
 export const DEFAULT_BETA = 0.5;
 const MAX_LABELS = 5;
+/** Shared empty result for the many commands without ports or processes (never mutated). */
+const NONE: never[] = [];
 
 /**
  * DepGPO credit for one trajectory. Each rule, with the wording of DESIGN.md and how it is read here:
@@ -93,8 +95,8 @@ export function computeDepgpo(input: DepgpoInput): DepgpoResult {
   const writeScore = (c: number): number => (written[c] > 0 ? reach.lines[c] / written[c] : 0);
   const stdoutOut = adjacency(n, edgeList, 'stdout');
   const seen = new Int32Array(n).fill(-1);
-  const sinkPorts: number[][] = [];
-  const sinkProcesses: string[][] = [];
+  const sinkPorts: Array<readonly number[]> = [];
+  const sinkProcesses: Array<readonly string[]> = [];
   const ePorts = new Set(resources.ports);
   const eProcs = resources.processes.map(parseProcess);
 
@@ -103,13 +105,13 @@ export function computeDepgpo(input: DepgpoInput): DepgpoResult {
     const score: CommandScore = { score: 0, linesWritten: written[c], linesReachingE: reach.lines[c] };
     if (written[c] > 0) score.write = writeScore(c);
     if (stdoutOut[c].length > 0) score.read = readScore(c, stdoutOut, seen, beta, written, writeScore);
-    const ports = trace.ports.filter((p) => ePorts.has(p));
-    const procs = trace.processes.filter((p) => eProcs.some((e) => sameProcess(parseProcess(p), e)));
+    const ports = trace.ports.length === 0 ? NONE : trace.ports.filter((p) => ePorts.has(p));
+    const procs = trace.processes.length === 0 ? NONE : trace.processes.filter((p) => eProcs.some((e) => sameProcess(parseProcess(p), e)));
     if (trace.ports.length > 0 || trace.processes.length > 0) score.portProcess = ports.length + procs.length > 0 ? 1 : 0;
     score.score = Math.max(0, score.write ?? 0, score.read ?? 0, score.portProcess ?? 0);
     commandScores.push(score);
-    sinkPorts.push([...new Set(ports)]);
-    sinkProcesses.push([...new Set(procs)]);
+    sinkPorts.push(ports.length > 1 ? [...new Set(ports)] : ports);
+    sinkProcesses.push(procs.length > 1 ? [...new Set(procs)] : procs);
   }
 
   let stepCount = input.stepTokens.length;
@@ -237,12 +239,13 @@ function buildMatcher(traces: CommandTrace[], instruction: string): Matcher {
       else if (list[list.length - 1] !== c) list.push(c);
     }
   });
-  const all = [...byValue.keys()];
-  // Values the instruction already states are not evidence that one command fed another.
-  const inInstruction = new Set(new SubstringMatcher(all).find(instruction ?? ''));
-  const values = all.filter((_, i) => !inInstruction.has(i));
+  const values = [...byValue.keys()];
   const ac = new SubstringMatcher(values);
-  return { values, printers: values.map((v) => byValue.get(v) ?? []), find: (text) => ac.find(text) };
+  // Values the instruction already states are not evidence that one command fed another: they
+  // get no printers, so they never make an edge.
+  const printers = values.map((v) => byValue.get(v) ?? []);
+  for (const id of ac.find(instruction ?? '')) printers[id] = [];
+  return { values, printers, find: (text) => ac.find(text) };
 }
 
 /**
@@ -317,6 +320,7 @@ export function adjacency(n: number, edges: DepgpoEdge[], kind?: EdgeKind): numb
 function normalizeTrace(trace: CommandTrace | undefined): CommandTrace {
   const list = <T>(v: T[] | undefined): T[] => (Array.isArray(v) ? v : []);
   if (!trace) return { reads: [], writes: [], stdoutValues: [], ports: [], processes: [] };
+  if (isClean(trace)) return trace;
   return {
     reads: unique(list(trace.reads).filter((p) => typeof p === 'string').map(normalizePath).filter(Boolean)),
     writes: list(trace.writes)
@@ -326,6 +330,20 @@ function normalizeTrace(trace: CommandTrace | undefined): CommandTrace {
     ports: list(trace.ports).filter((p) => Number.isInteger(p)),
     processes: list(trace.processes).filter((p) => typeof p === 'string' && p !== ''),
   };
+}
+
+/** The common case (a trace our own tracer wrote) needs no copy: checking is cheaper than copying. */
+function isClean(t: CommandTrace): boolean {
+  if (!Array.isArray(t.reads) || !Array.isArray(t.writes) || !Array.isArray(t.stdoutValues) || !Array.isArray(t.ports) || !Array.isArray(t.processes)) return false;
+  for (let i = 0; i < t.reads.length; i++) {
+    const p = t.reads[i];
+    if (typeof p !== 'string' || normalizePath(p) !== p || p === '') return false;
+    for (let j = 0; j < i; j++) if (t.reads[j] === p) return false;
+  }
+  for (const w of t.writes) if (!w || typeof w.path !== 'string' || w.path === '' || normalizePath(w.path) !== w.path) return false;
+  for (const p of t.ports) if (!Number.isInteger(p)) return false;
+  for (const p of t.processes) if (typeof p !== 'string' || p === '') return false;
+  return true;
 }
 
 export function normalizePath(path: string): string {

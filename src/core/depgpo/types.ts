@@ -77,7 +77,7 @@ export interface DepgpoResult {
   warnings: string[];
   /** Per command: E files in which lines it wrote are still present at verification (direct sink edges). */
   sinkFiles: string[][];
-  /** Per command: E ports / processes it touched (sink edges). */
-  sinkPorts: number[][];
-  sinkProcesses: string[][];
+  /** Per command: E ports / processes it touched (sink edges). Arrays may be shared: read-only. */
+  sinkPorts: ReadonlyArray<readonly number[]>;
+  sinkProcesses: ReadonlyArray<readonly string[]>;
 }
