@@ -106,6 +106,8 @@ describe('actions in a real sandbox', () => {
     assert.equal(r, '<file_output>\n    10\tline 10\n    11\tline 11\n    12\tline 12\n[/work/lines.txt: lines 10-12 of 50; read on with offset: 13]\n</file_output>');
     assert.match(await obs('<file>\naction: read\nfile_path: /work\n</file>'), /is a directory/);
     assert.match(await obs('<file>\naction: read\nfile_path: /work/absent\n</file>'), /does not exist/);
+    assert.match(await obs('<file>\naction: read\nfile_path: /dev/zero\n</file>'), /not a regular file/);
+    assert.match(await obs('<file>\naction: write\nfile_path: /dev/null\ncontent: x\n</file>'), /not a regular file/);
     const meta = await run('<file>\naction: metadata\nfile_paths: [/work/lines.txt, /work/calc.py, /work/ghost]\n</file>');
     const m = meta.results[0]!.record.observation;
     assert.match(m, /\/work\/lines\.txt\n {2}type: regular file\n {2}size: 391 bytes/);

@@ -36,6 +36,7 @@ async function read(ctx: ActionContext, body: FileReadBody): Promise<HandlerOutc
   const info = await inspectPath(ctx, abs);
   if (!info.exists) return failure(TAG, ctx, missing(abs, false));
   if (info.type === 'directory') return failure(TAG, ctx, `${abs} is a directory; list it with <search> action: ls.`);
+  if (info.type === 'other') return failure(TAG, ctx, `${abs} is not a regular file (a device, socket or pipe); use <bash> to read from it.`);
   if ((info.size ?? 0) > MAX_FILE_BYTES) return readLarge(ctx, info, body);
   const buf = await ctx.sandbox.readFile(info.real);
   if (looksBinary(buf)) {
@@ -83,6 +84,7 @@ async function loadForEdit(ctx: ActionContext, abs: string): Promise<{ info: Pat
   const info = await inspectPath(ctx, abs);
   if (!info.exists) return { error: missing(abs, true) };
   if (info.type === 'directory') return { error: `${abs} is a directory, not a file.` };
+  if (info.type === 'other') return { error: `${abs} is not a regular file (a device, socket or pipe).` };
   if ((info.size ?? 0) > MAX_FILE_BYTES) return { error: `${abs} is ${plural(info.size ?? 0, 'byte')}, too large to edit in memory (limit ${MAX_FILE_BYTES}); use <bash> with sed or a script.` };
   const buf = await ctx.sandbox.readFile(info.real);
   const text = looksBinary(buf) ? undefined : decodeExactUtf8(buf);
@@ -107,6 +109,7 @@ async function write(ctx: ActionContext, body: FileWriteBody): Promise<HandlerOu
   const abs = await resolvePath(ctx, body.file_path);
   const info = await inspectPath(ctx, abs);
   if (info.type === 'directory') return failure(TAG, ctx, `${abs} is a directory; give a file path.`);
+  if (info.type === 'other') return failure(TAG, ctx, `${abs} is not a regular file (a device, socket or pipe); write to it with <bash>.`);
   let before: string | undefined;
   if (info.exists && ctx.trace && (info.size ?? 0) <= MAX_FILE_BYTES) {
     before = (await ctx.sandbox.readFile(info.real)).toString('utf8');
