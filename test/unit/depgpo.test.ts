@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { computeDepgpo } from '../../src/core/depgpo/compute';
+import { SubstringMatcher } from '../../src/core/depgpo/matcher';
 import { groupAdvantages, stepAdvantages, stepFactors } from '../../src/core/depgpo/factors';
 import type { DepgpoCommand, DepgpoInput } from '../../src/core/depgpo/types';
 import type { CommandTrace, FileWrite, Hunk } from '../../src/core/trace/types';
@@ -227,4 +228,36 @@ test('malformed traces are repaired, never fatal', () => {
   assert.equal(r.warnings.length, 2);
   assert.deepEqual(edgeList(r), ['0->1:file:/app/a']);
   close(r.commandScores.map((c) => c.write ?? -1), [1, 1, -1]);
+});
+
+test('paths are normalised and repeated reads count once', () => {
+  // "/app//x/" and "/app/x" are the same file; reading it twice makes one edge with one label.
+  const r = computeDepgpo(input([
+    cmd(0, 'w', { writes: [create('/app//x/', 2)] }),
+    cmd(1, 'r', { reads: ['/app/x', '/app/./x', '/app/x'], writes: [create('/app/y', 1)] }),
+  ], ['/app/y']));
+  assert.deepEqual(edgeList(r), ['0->1:file:/app/x']);
+  assert.equal(r.edges[0].labelCount, 1);
+  close(r.commandScores.map((c) => c.score), [1, 1]);
+});
+
+test('substring matcher finds overlapping, nested and non-ASCII values exactly once per text', () => {
+  const m = new SubstringMatcher(['ab', 'b', 'abc', 'bca', '/tmp/é', 'zz']);
+  assert.deepEqual(m.find('xabcab'), [0, 1, 2, 3]);
+  assert.deepEqual(m.find('xab'), [0, 1]);
+  assert.deepEqual(m.find('abca'), [0, 1, 2, 3]);
+  assert.deepEqual(m.find('cp /tmp/é/out .'), [4]);
+  assert.deepEqual(m.find('z z'), []);
+  assert.deepEqual(new SubstringMatcher([]).find('anything'), []);
+  // Same answer as includes() on random strings over a tiny alphabet (dense overlaps).
+  const alphabet = 'abé';
+  let seed = 7;
+  const rand = (k: number) => ((seed = (seed * 1103515245 + 12345) % 2147483648) % k);
+  const word = (len: number) => Array.from({ length: len }, () => alphabet[rand(3)]).join('');
+  const values = [...new Set(Array.from({ length: 40 }, () => word(1 + rand(4))))];
+  const matcher = new SubstringMatcher(values);
+  for (let i = 0; i < 200; i++) {
+    const text = word(rand(12));
+    assert.deepEqual(matcher.find(text).sort((a, b) => a - b), values.flatMap((v, id) => (text.includes(v) ? [id] : [])), text);
+  }
 });

@@ -335,11 +335,8 @@ function normalizeTrace(trace: CommandTrace | undefined): CommandTrace {
 /** The common case (a trace our own tracer wrote) needs no copy: checking is cheaper than copying. */
 function isClean(t: CommandTrace): boolean {
   if (!Array.isArray(t.reads) || !Array.isArray(t.writes) || !Array.isArray(t.stdoutValues) || !Array.isArray(t.ports) || !Array.isArray(t.processes)) return false;
-  for (let i = 0; i < t.reads.length; i++) {
-    const p = t.reads[i];
-    if (typeof p !== 'string' || normalizePath(p) !== p || p === '') return false;
-    for (let j = 0; j < i; j++) if (t.reads[j] === p) return false;
-  }
+  for (const p of t.reads) if (typeof p !== 'string' || p === '' || normalizePath(p) !== p) return false;
+  if (t.reads.length > 1 && new Set(t.reads).size !== t.reads.length) return false;
   for (const w of t.writes) if (!w || typeof w.path !== 'string' || w.path === '' || normalizePath(w.path) !== w.path) return false;
   for (const p of t.ports) if (!Number.isInteger(p)) return false;
   for (const p of t.processes) if (typeof p !== 'string' || p === '') return false;
