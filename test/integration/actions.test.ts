@@ -43,6 +43,9 @@ describe('actions in a real sandbox', () => {
     const slow = await run('<bash>\ncmd: sleep 30\ntimeout_secs: 1\n</bash>');
     assert.equal(slow.results[0]!.record.timedOut, true);
     assert.match(slow.results[0]!.record.observation, /timed out after 1\.0 s/);
+    const huge = await run('<bash>\ncmd: sleep 0.5; echo slept\ntimeout_secs: 1e12\n</bash>');
+    assert.equal(huge.results[0]!.record.timedOut, false, 'a huge timeout is not an instant one');
+    assert.match(huge.results[0]!.record.observation, /slept/);
     const bg = await run('<bash>\ncmd: sleep 2 && touch /tmp/bg-done\nblock: false\n</bash>');
     assert.match(bg.results[0]!.record.observation, /started in the background/);
     assert.ok(bg.results[0]!.record.durationMs < 2000);

@@ -2,6 +2,8 @@ import type { BashBody } from '../schema';
 import type { Handler } from './common';
 import { commandOutputCap, output, plural } from './common';
 
+const MAX_TIMER_MS = 2_147_483_647;
+
 function seconds(ms: number): string {
   return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
 }
@@ -9,7 +11,8 @@ function seconds(ms: number): string {
 /** `<bash>`: one command in the persistent shell, so `cd` and `export` carry over to the next. */
 export const bashHandler: Handler = async (action, ctx) => {
   const body = action.body as unknown as BashBody;
-  const timeoutMs = body.timeout_secs !== undefined ? Math.round(body.timeout_secs * 1000) : ctx.defaultTimeoutMs;
+  // Node timers treat anything above 2^31-1 ms as 1 ms: a huge timeout_secs must not become an instant one.
+  const timeoutMs = body.timeout_secs !== undefined ? Math.min(MAX_TIMER_MS, Math.max(1, Math.round(body.timeout_secs * 1000))) : ctx.defaultTimeoutMs;
   const r = await ctx.sandbox.exec(body.cmd, {
     timeoutMs,
     background: !body.block,
