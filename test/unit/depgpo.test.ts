@@ -241,23 +241,37 @@ test('paths are normalised and repeated reads count once', () => {
   close(r.commandScores.map((c) => c.score), [1, 1]);
 });
 
-test('substring matcher finds overlapping, nested and non-ASCII values exactly once per text', () => {
-  const m = new SubstringMatcher(['ab', 'b', 'abc', 'bca', '/tmp/é', 'zz']);
-  assert.deepEqual(m.find('xabcab'), [0, 1, 2, 3]);
-  assert.deepEqual(m.find('xab'), [0, 1]);
-  assert.deepEqual(m.find('abca'), [0, 1, 2, 3]);
-  assert.deepEqual(m.find('cp /tmp/é/out .'), [4]);
-  assert.deepEqual(m.find('z z'), []);
+test('stdout values match as whole values: not inside a longer number or name', () => {
+  const m = new SubstringMatcher(['ab', 'b', 'abc', '/tmp/é', '80', '/tmp/build-1']);
+  // "ab" inside "abc" and "b" inside "ab" continue a word: only the free-standing ones count.
+  assert.deepEqual(m.find('ab b abc'), [0, 1, 2]);
+  assert.deepEqual(m.find('xab'), []);
+  assert.deepEqual(m.find('cp /tmp/é/out .'), [3]);
+  assert.deepEqual(m.find('curl localhost:8080/x'), []);
+  assert.deepEqual(m.find('curl localhost:80/x'), [4]);
+  assert.deepEqual(m.find('ls /tmp/build-12/out'), []);
+  assert.deepEqual(m.find('ls /tmp/build-1/out /tmp/build-1.log'), [5]);
   assert.deepEqual(new SubstringMatcher([]).find('anything'), []);
-  // Same answer as includes() on random strings over a tiny alphabet (dense overlaps).
-  const alphabet = 'abé';
+  // Same answer as a \b-anchored regex on random strings over a small alphabet (dense overlaps).
+  const alphabet = 'ab-é';
   let seed = 7;
   const rand = (k: number) => ((seed = (seed * 1103515245 + 12345) % 2147483648) % k);
-  const word = (len: number) => Array.from({ length: len }, () => alphabet[rand(3)]).join('');
+  const word = (len: number) => Array.from({ length: len }, () => alphabet[rand(alphabet.length)]).join('');
   const values = [...new Set(Array.from({ length: 40 }, () => word(1 + rand(4))))];
+  const regex = (v: string) => new RegExp(`${/^\w/.test(v) ? '\\b' : ''}${v.replace(/[-]/g, '\\-')}${/\w$/.test(v) ? '\\b' : ''}`);
   const matcher = new SubstringMatcher(values);
-  for (let i = 0; i < 200; i++) {
-    const text = word(rand(12));
-    assert.deepEqual(matcher.find(text).sort((a, b) => a - b), values.flatMap((v, id) => (text.includes(v) ? [id] : [])), text);
+  for (let i = 0; i < 300; i++) {
+    const text = word(rand(14));
+    assert.deepEqual(matcher.find(text).sort((a, b) => a - b), values.flatMap((v, id) => (regex(v).test(text) ? [id] : [])), text);
   }
+});
+
+test('a value that is only part of a longer value in the command makes no stdout edge', () => {
+  // c0 prints port 80 and /tmp/build-1; c1 talks to port 8080 in /tmp/build-12: no edge, no read credit.
+  const r = computeDepgpo(input([
+    cmd(0, 'start', { stdoutValues: ['80', '/tmp/build-1'] }),
+    cmd(1, 'curl localhost:8080 -o /tmp/build-12/out', { writes: [create('/tmp/build-12/out', 1)] }),
+  ], ['/tmp/build-12/out']));
+  assert.deepEqual(r.edges, []);
+  close(r.commandScores.map((c) => c.score), [0, 1]);
 });

@@ -22,8 +22,11 @@ const NONE: never[] = [];
  * edits, see Provenance) gets an edge to c2. A command that only writes F reads nothing, so no edge.
  *
  * Stdout edge — "a value (path, port, id) printed by c1 appears in c2's text and does not appear in
- * the task instruction": a value from c1's `stdoutValues` that is a substring of c2's text (c1 < c2)
- * and not a substring of the instruction. Every earlier command that printed it gets an edge.
+ * the task instruction": a value from c1's `stdoutValues` that occurs in c2's text (c1 < c2) and not
+ * in the instruction. "Occurs" means as a whole value, not as part of a longer word: where the value
+ * starts or ends with [A-Za-z0-9_], the neighbouring text character must not be one (regex `\b`),
+ * so port 80 does not appear in "8080" nor /tmp/build-1 in /tmp/build-12, while /tmp/build-1 does
+ * appear in /tmp/build-1/out. Every earlier command that printed the value gets an edge.
  * Both kinds point forward in time, so the graph is acyclic by construction.
  *
  * E — "files, ports and processes the verifier actually inspected (minus files the verifier itself

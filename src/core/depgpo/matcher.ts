@@ -1,5 +1,9 @@
 /**
- * Finds which of many values occur as substrings of a text (Aho–Corasick). Stdout edges need
+ * Finds which of many values occur in a text as whole values (Aho–Corasick). An occurrence counts
+ * only where it does not continue a word: if the value starts (ends) with a word character
+ * [A-Za-z0-9_], the text character before (after) it must not be one — the `\b` of a regex. So
+ * port 80 is not in "8080" and /tmp/build-1 is not in /tmp/build-12, but /tmp/build-1 is in
+ * /tmp/build-1/out and 80 is in "localhost:80". Stdout edges need
  * "does any value printed so far appear in this command's text" for every command; checking each
  * value with `includes` is O(commands × values), which is 10^8 on a 10,000-step trajectory.
  * The automaton makes it one pass per text, O(text length + matches).
@@ -96,10 +100,13 @@ export class SubstringMatcher {
       node = target === -1 ? 0 : target;
       for (let hit = this.terminal[node] !== -1 ? node : this.output[node]; hit !== -1; hit = this.output[hit]) {
         const id = this.terminal[hit];
-        if (this.stamp[id] !== round) {
-          this.stamp[id] = round;
-          found.push(id);
-        }
+        if (this.stamp[id] === round) continue;
+        const value = this.values[id];
+        const start = i - value.length + 1;
+        if (start > 0 && isWord(value.charCodeAt(0)) && isWord(text.charCodeAt(start - 1))) continue;
+        if (i + 1 < text.length && isWord(value.charCodeAt(value.length - 1)) && isWord(text.charCodeAt(i + 1))) continue;
+        this.stamp[id] = round;
+        found.push(id);
       }
     }
     return found;
@@ -110,4 +117,9 @@ export class SubstringMatcher {
     for (let c = this.firstChild[node]; c !== -1; c = this.sibling[c]) if (this.code[c] === ch) return c;
     return -1;
   }
+}
+
+/** [A-Za-z0-9_], as `\w` in a regex. */
+export function isWord(code: number): boolean {
+  return (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 95;
 }

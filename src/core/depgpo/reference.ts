@@ -28,7 +28,7 @@ export function referenceDepgpo(input: DepgpoInput): { edges: Array<[number, num
   for (let c = 0; c < n; c++) {
     for (let p = 0; p < c; p++) {
       for (const v of traces[p].stdoutValues) {
-        if (v && cmds[c].text.includes(v) && !input.instruction.includes(v)) edges.add(`${p},${c},stdout`);
+        if (v && appears(v, cmds[c].text) && !appears(v, input.instruction)) edges.add(`${p},${c},stdout`);
       }
     }
     readsOf[c] = traces[c].reads.map(normalizePath);
@@ -106,4 +106,10 @@ export function referenceDepgpo(input: DepgpoInput): { edges: Array<[number, num
   const factors = unusable ? stepScores.map(() => 1) : stepFactors(stepScores, input.stepTokens).factors;
   const edgeList = [...edges].map((e) => e.split(',')).map(([f, t, k]) => [Number(f), Number(t), k as 'file' | 'stdout'] as [number, number, 'file' | 'stdout']);
   return { edges: edgeList, scores, stepScores, factors };
+}
+
+/** The value as a whole token of the text: a regex with \b where the value's edge is a word character. */
+function appears(value: string, text: string): boolean {
+  const escaped = value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`${/^\w/.test(value) ? '\\b' : ''}${escaped}${/\w$/.test(value) ? '\\b' : ''}`).test(text);
 }
