@@ -63,11 +63,12 @@ test('bundle: same inputs give the same content-addressed package; manifest hash
 
 test('bundle: dataset rows carry data_source, prompt, reward_model and the full task with bundle paths', async () => {
   const b = await buildBundle({ preset: 'dryrun', algorithm: 'grpo', taskDirs: [task], trajectories: [] });
-  const rows = unzip(b.zip)['data/train.jsonl'].trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
+  type Row = { data_source: string; prompt: Array<{ role: string; content: string }>; reward_model: unknown; extra_info: { task: string } };
+  const rows = unzip(b.zip)['data/train.jsonl'].trim().split('\n').map((l) => JSON.parse(l) as Row);
   assert.equal(rows.length, 1);
   const r = rows[0];
   assert.equal(r.data_source, 'tbrl');
-  assert.deepEqual(r.prompt.map((m: { role: string }) => m.role), ['system', 'user']);
+  assert.deepEqual(r.prompt.map((m) => m.role), ['system', 'user']);
   assert.match(r.prompt[1].content, /tbrl-dryrun-probe/);
   assert.deepEqual(r.reward_model, { style: 'rule', ground_truth: 'trainer-tiny' });
   const full = JSON.parse(r.extra_info.task) as { id: string; dir: string; tests: { runner: string }; environment: { image: string } };

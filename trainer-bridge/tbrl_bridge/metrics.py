@@ -33,7 +33,8 @@ class MetricsWriter:
     def step(self, step: int, **values: float) -> None:
         clean = {k: float(v) for k, v in values.items() if isinstance(v, (int, float)) and math.isfinite(v)}
         self._write({"step": step, **clean})
-        pairs = " - ".join(f"{k}:{v:.6g}" for k, v in clean.items())
+        # Full precision (repr round-trips): the console line and the JSON record must agree.
+        pairs = " - ".join(f"{k}:{v!r}" for k, v in clean.items())
         self.stream.write(f"step:{step} - {pairs}\n")
         self.stream.flush()
 

@@ -153,6 +153,7 @@ export class RayJobsClient {
     let lastError = '';
     for (;;) {
       let seen = 0;
+      let attemptError = '';
       const closedCleanly = await new Promise<boolean>((resolve) => {
         const url = this.conn.urlFor(`/api/jobs/${encodeURIComponent(id)}/logs/tail`);
         url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
@@ -170,17 +171,19 @@ export class RayJobsClient {
           }
         });
         ws.on('unexpected-response', (_req, res) => {
-          lastError = `HTTP ${res.statusCode}`;
+          attemptError = `HTTP ${res.statusCode}`;
           ws.terminate();
         });
         ws.on('error', (err) => {
-          lastError = errorMessage(err);
+          // The first cause of an attempt is the useful one (terminate() adds its own error).
+          attemptError ||= errorMessage(err);
         });
         ws.on('close', (code) => {
           options.signal?.removeEventListener('abort', onAbort);
           resolve(code === 1000 || code === 1005);
         });
       });
+      if (attemptError) lastError = attemptError;
       if (options.signal?.aborted) return this.status(id);
       const job = await this.status(id).catch((err: unknown) => {
         lastError = errorMessage(err);
