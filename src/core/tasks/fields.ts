@@ -34,7 +34,17 @@ export function parseYamlDoc(file: string, text: string, example: string, option
       `Fix the YAML syntax at that line (indent block values, quote strings containing ': ' or '#'). A valid file looks like:\n${example}`,
     );
   }
-  const parsed: unknown = doc.toJS() ?? (options.list ? [] : {});
+  let parsed: unknown;
+  try {
+    // toJS resolves aliases: an alias without its anchor, or one that expands too far, throws here.
+    parsed = doc.toJS() ?? (options.list ? [] : {});
+  } catch (err) {
+    throw new TbrlError(
+      'TASK_FILE_MALFORMED',
+      `${where(file, 1)}: ${file.split('/').pop()} cannot be read as YAML: ${(err as Error).message.split('\n')[0].trim()}`,
+      `Define each anchor (&name) before its alias (*name), or write the value out in full. A valid file looks like:\n${example}`,
+    );
+  }
   const data = options.list && Array.isArray(parsed) ? { items: parsed } : parsed;
   if (!isPlainObject(data)) {
     throw new TbrlError('TASK_FILE_MALFORMED', `${where(file, 1)}: expected a mapping of fields at the top level`, `Write "key: value" lines. Example:\n${example}`);
