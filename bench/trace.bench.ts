@@ -1,7 +1,7 @@
 // Tracing overhead: the same 50-command trajectory (write a small Python project, build it with
 // compileall and zipapp, grep/find/wc around it, edit it with sed, run its tests with pytest, start
-// and query a local server) in tbrl-standin/python:3, untraced and traced, in the same run. Rounds
-// alternate U,T,T,U… so drift on the shared machine hits both sides alike.
+// and query a local server) in tbrl-standin/python:3, untraced and traced, in the same run: two
+// sandboxes side by side run each command back to back, so drift on the shared machine hits both.
 // Run: node --import tsx bench/trace.bench.ts [--rounds N] [--check]   (--check: exit 1 if ratio > 1.5)
 import { performance } from 'node:perf_hooks';
 import { createDockerProvider, type Sandbox } from '../src/core/sandbox/index';
@@ -75,59 +75,76 @@ export function trajectory(): string[] {
   return cmds;
 }
 
-async function runOnce(traced: boolean, runId: string): Promise<{ ms: number; setupMs: number; failures: number; traced: boolean; writes: number; reads: number; reason?: string }> {
+interface Side {
+  sandbox: Sandbox;
+  ms: number;
+  perCommand: number[];
+  failures: number;
+  writes: number;
+  reads: number;
+}
+
+/**
+ * Both sandboxes live at once and run command i back to back (order alternating per command), so
+ * load from the rest of the machine hits both sides alike; the trajectory's sum is compared.
+ */
+async function lockstep(round: number): Promise<{ u: Side; t: Side; setupU: number; setupT: number }> {
   const provider = createDockerProvider();
-  const t0 = performance.now();
-  const inner = await provider.create({ image: { kind: 'image', image: 'tbrl-standin/python:3' }, runId });
-  let sb: Sandbox = inner;
-  let reason: string | undefined;
-  if (traced) {
-    const t = await createTracedSandbox(inner);
-    reason = t.info.tracing.reason;
-    sb = t;
-  }
-  const setupMs = performance.now() - t0;
-  let failures = 0;
-  let writes = 0;
-  let reads = 0;
-  const start = performance.now();
+  let t0 = performance.now();
+  const plain = await provider.create({ image: { kind: 'image', image: 'tbrl-standin/python:3' }, runId: `bench-trace-u-${process.pid}-${round}` });
+  const setupU = performance.now() - t0;
+  t0 = performance.now();
+  const innerT = await provider.create({ image: { kind: 'image', image: 'tbrl-standin/python:3' }, runId: `bench-trace-t-${process.pid}-${round}` });
+  const traced = await createTracedSandbox(innerT);
+  const setupT = performance.now() - t0;
+  const u: Side = { sandbox: plain, ms: 0, perCommand: [], failures: 0, writes: 0, reads: 0 };
+  const t: Side = { sandbox: traced, ms: 0, perCommand: [], failures: 0, writes: 0, reads: 0 };
   try {
-    for (const cmd of trajectory()) {
-      const r = await sb.exec(cmd, { trace: traced, timeoutMs: 120_000 });
-      if (r.exitCode !== 0) failures++;
-      writes += r.trace?.writes.length ?? 0;
-      reads += r.trace?.reads.length ?? 0;
+    if (!traced.info.tracing.available) throw new Error(`tracing unavailable: ${traced.info.tracing.reason}`);
+    for (const [i, cmd] of trajectory().entries()) {
+      const sides = (i + round) % 2 === 0 ? [u, t] : [t, u];
+      for (const side of sides) {
+        const start = performance.now();
+        const r = await side.sandbox.exec(cmd, { trace: side === t, timeoutMs: 120_000 });
+        const ms = performance.now() - start;
+        side.ms += ms;
+        side.perCommand.push(ms);
+        if (r.exitCode !== 0) side.failures++;
+        side.writes += r.trace?.writes.length ?? 0;
+        side.reads += r.trace?.reads.length ?? 0;
+      }
     }
-    return { ms: performance.now() - start, setupMs, failures, traced: traced && !reason, writes, reads, reason };
+    return { u, t, setupU, setupT };
   } finally {
-    await sb.close();
+    await plain.close();
+    await traced.close();
   }
 }
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const rounds = Number(args[args.indexOf('--rounds') + 1]) || 2;
-  const order: boolean[] = [];
-  for (let i = 0; i < rounds; i++) order.push(...(i % 2 === 0 ? [false, true] : [true, false]));
   let untracedMs = 0;
   let tracedMs = 0;
   let setupU = 0;
   let setupT = 0;
-  for (const [i, traced] of order.entries()) {
-    const r = await runOnce(traced, `bench-trace-${process.pid}-${i}`);
-    if (traced && !r.traced) throw new Error(`tracing unavailable: ${r.reason}`);
-    console.log(`${traced ? 'traced  ' : 'untraced'} run ${i}: ${r.ms.toFixed(0)} ms for 50 commands (setup ${r.setupMs.toFixed(0)} ms, ${r.failures} non-zero exits${traced ? `, ${r.writes} file writes, ${r.reads} reads traced` : ''})`);
-    if (traced) {
-      tracedMs += r.ms;
-      setupT += r.setupMs;
-    } else {
-      untracedMs += r.ms;
-      setupU += r.setupMs;
-    }
+  const cmds = trajectory();
+  const worst: { i: number; ratio: number; u: number; t: number }[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const r = await lockstep(round);
+    console.log(`round ${round}: untraced ${r.u.ms.toFixed(0)} ms, traced ${r.t.ms.toFixed(0)} ms for 50 commands (${r.u.failures}/${r.t.failures} non-zero exits; traced ${r.t.writes} file writes, ${r.t.reads} reads)`);
+    untracedMs += r.u.ms;
+    tracedMs += r.t.ms;
+    setupU += r.setupU;
+    setupT += r.setupT;
+    r.u.perCommand.forEach((uMs, i) => worst.push({ i, ratio: r.t.perCommand[i] / uMs, u: uMs, t: r.t.perCommand[i] }));
   }
   const ratio = tracedMs / untracedMs;
-  console.log(`| trajectory (50 commands) | untraced ${(untracedMs / rounds).toFixed(0)} ms | traced ${(tracedMs / rounds).toFixed(0)} ms | ratio ${ratio.toFixed(2)} |`);
-  console.log(`| sandbox setup | untraced ${(setupU / rounds).toFixed(0)} ms | traced ${(setupT / rounds).toFixed(0)} ms (helper container + strace attach) |`);
+  worst.sort((a, b) => b.t - b.u - (a.t - a.u));
+  console.log('largest absolute overheads:');
+  for (const w of worst.slice(0, 5)) console.log(`  +${(w.t - w.u).toFixed(0)} ms (${w.u.toFixed(0)} -> ${w.t.toFixed(0)} ms) ${cmds[w.i].split('\n')[0].slice(0, 70)}`);
+  console.log(`| trajectory (50 commands, mean of ${rounds}) | untraced ${(untracedMs / rounds).toFixed(0)} ms | traced ${(tracedMs / rounds).toFixed(0)} ms | ratio ${ratio.toFixed(2)} |`);
+  console.log(`| sandbox setup | untraced ${(setupU / rounds).toFixed(0)} ms | traced ${(setupT / rounds).toFixed(0)} ms (incl. helper container + strace attach) |`);
   if (args.includes('--check') && ratio > 1.5) {
     console.error(`tracing overhead ratio ${ratio.toFixed(2)} exceeds 1.5`);
     process.exit(1);

@@ -59,6 +59,11 @@ export class FileHistory {
     return out as FileContent[];
   }
 
+  /** Starts the baseline container ahead of need (setup time rather than the first command's time). */
+  warm(): void {
+    void this.baselineContainer();
+  }
+
   remember(path: string, content: FileContent | Buffer): void {
     this.seen.set(path, Buffer.isBuffer(content) ? { kind: 'file', content } : content);
   }

@@ -1,5 +1,10 @@
 import type Docker from 'dockerode';
 import type { Duplex } from 'node:stream';
+import { execFileSync } from 'node:child_process';
+import { constants, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DockerDemuxer } from '../sandbox/demux';
 import { LABEL_PID, LABEL_PROJECT, LABEL_RUN } from '../sandbox/types';
 import { TRACED_SYSCALLS } from './strace-parser';
@@ -20,6 +25,59 @@ export interface HelperOptions {
   image?: string;
   /** Time to wait for strace to report the attach. */
   attachTimeoutMs?: number;
+  /**
+   * Deliver trace lines through a FIFO in a host directory bind-mounted into the helper (default
+   * true for a local daemon): on a busy machine, pushing every line through dockerd's exec stream
+   * costs as much CPU as the tracing itself. Nothing is stored: a FIFO has no size.
+   */
+  fifo?: boolean;
+}
+
+const FIFO_MOUNT = '/tbrl-trace';
+const FIFO_NAME = 'strace.fifo';
+
+/** A host FIFO read without blocking; we hold it open read-write so it never reports EOF between straces. */
+class FifoSource {
+  private onLine?: (line: string) => void;
+  private carry = '';
+
+  private constructor(
+    readonly dir: string,
+    private readonly socket: Socket,
+  ) {
+    socket.setEncoding('utf8');
+    socket.on('data', (text: string) => {
+      const lines = (this.carry + text).split('\n');
+      this.carry = lines.pop() ?? '';
+      for (const line of lines) this.onLine?.(line);
+    });
+    socket.on('error', () => undefined);
+  }
+
+  static create(): FifoSource | undefined {
+    let dir: string | undefined;
+    try {
+      dir = mkdtempSync(join(tmpdir(), 'tbrl-trace-'));
+      const path = join(dir, FIFO_NAME);
+      execFileSync('mkfifo', ['-m', '0666', path], { stdio: 'ignore' });
+      const fd = openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
+      return new FifoSource(dir, new Socket({ fd, readable: true, writable: false }));
+    } catch {
+      if (dir) rmSync(dir, { recursive: true, force: true });
+      return undefined;
+    }
+  }
+
+  listen(onLine: (line: string) => void): void {
+    this.carry = '';
+    this.onLine = onLine;
+  }
+
+  close(): void {
+    this.onLine = undefined;
+    this.socket.destroy();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -29,8 +87,25 @@ export interface HelperOptions {
  */
 export class StraceHelper {
   private strace?: { stream: Duplex; pid: number };
+  /** Set while trace lines come through the FIFO; cleared when falling back to the exec stream. */
+  private fifo?: FifoSource;
 
-  private constructor(readonly container: Docker.Container) {}
+  private constructor(
+    readonly container: Docker.Container,
+    fifo: FifoSource | undefined,
+  ) {
+    this.fifo = fifo;
+  }
+
+  get transport(): 'fifo' | 'exec-stream' {
+    return this.fifo ? 'fifo' : 'exec-stream';
+  }
+
+  /** The FIFO did not carry lines (a daemon in a VM cannot share it): use the exec stream from now on. */
+  dropFifo(): void {
+    this.fifo?.close();
+    this.fifo = undefined;
+  }
 
   static async start(docker: Docker, taskContainerId: string, options: HelperOptions = {}): Promise<StraceHelper> {
     const image = options.image ?? TRACER_IMAGE;
@@ -45,6 +120,7 @@ export class StraceHelper {
     } catch (err) {
       throw new TracerUnavailable(`task container ${taskContainerId.slice(0, 12)} cannot be inspected: ${(err as Error).message}`);
     }
+    const fifo = options.fifo === false ? undefined : FifoSource.create();
     let container: Docker.Container;
     try {
       container = await docker.createContainer({
@@ -64,12 +140,14 @@ export class StraceHelper {
           // The trace goes to our attach stream; a json-file log would be an unbounded copy of it.
           LogConfig: { Type: 'none', Config: {} },
           Memory: 256 * 1024 * 1024,
+          Binds: fifo ? [`${fifo.dir}:${FIFO_MOUNT}`] : undefined,
         },
       });
     } catch (err) {
+      fifo?.close();
       throw new TracerUnavailable(`could not create the tracer helper container: ${(err as Error).message}`);
     }
-    const helper = new StraceHelper(container);
+    const helper = new StraceHelper(container, fifo);
     try {
       await container.start();
     } catch (err) {
@@ -92,10 +170,12 @@ export class StraceHelper {
     const exec = await this.container.exec({
       // -o /dev/stdout: trace lines on stdout, strace's own messages on stderr, so they never interleave.
       // -y: strace resolves fds (AT_FDCWD included) to paths itself, from the tracee's /proc.
-      Cmd: ['strace', '-f', '-tt', '-y', '-o', '/dev/stdout', '-e', `trace=${TRACED_SYSCALLS.join(',')}`, '-e', 'signal=none', '-p', String(pid)],
+      // No -tt: timestamps are not used and cost formatting per line.
+      Cmd: ['strace', '-f', '-y', '-o', this.fifo ? `${FIFO_MOUNT}/${FIFO_NAME}` : '/dev/stdout', '-e', `trace=${TRACED_SYSCALLS.join(',')}`, '-e', 'signal=none', '-p', String(pid)],
       AttachStdout: true,
       AttachStderr: true,
     });
+    this.fifo?.listen(onLine);
     const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Duplex;
     this.strace = { stream, pid };
     let carry = '';
@@ -143,6 +223,8 @@ export class StraceHelper {
 
   async remove(): Promise<void> {
     this.detach();
+    this.fifo?.close();
+    this.fifo = undefined;
     await this.container.remove({ force: true }).catch(() => undefined);
   }
 }

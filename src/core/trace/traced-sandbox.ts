@@ -31,6 +31,8 @@ export interface TracedSandboxOptions {
   endMarkTimeoutMs?: number;
   /** After a command that left processes running, follow them until quiet for quietMs (at most maxMs). */
   settle?: { quietMs: number; maxMs: number } | false;
+  /** Trace lines through a host FIFO (default) or dockerd's exec stream (`false`; also the automatic fallback). */
+  fifo?: boolean;
   /** Off: pass everything through and report tracing as disabled. */
   enabled?: boolean;
 }
@@ -77,9 +79,9 @@ export async function createTracedSandbox(inner: Sandbox, options: TracedSandbox
   const docker = options.docker ?? connectDocker().docker;
   let helper: StraceHelper | undefined;
   try {
-    helper = await StraceHelper.start(docker, inner.info.containerId, { image: options.tracerImage });
+    helper = await StraceHelper.start(docker, inner.info.containerId, { image: options.tracerImage, fifo: options.fifo });
     const engine = await TraceEngine.start(inner, helper, docker, options);
-    return new Traced(inner, engine, { available: true, method: METHOD });
+    return new Traced(inner, engine, { available: true, method: `${METHOD}; lines via ${helper.transport}` });
   } catch (err) {
     await helper?.remove();
     const reason = err instanceof TracerUnavailable ? err.reason : `tracer failed to start: ${(err as Error).message}`;
@@ -119,6 +121,8 @@ class TraceEngine {
     const reader = await BatchReader.start(helper.container).catch(() => undefined);
     const history = new FileHistory(docker, inner.info.image, (p) => inner.getArchive(p), reader, helper.container.id);
     const engine = new TraceEngine(inner, helper, new TraceWindows(0, '/', 0), history, reader, log, options);
+    // The baseline container is needed at the first write of a file never seen; start it now.
+    history.warm();
     await engine.attachToShell();
     return engine;
   }
@@ -138,9 +142,19 @@ class TraceEngine {
     if (!m) throw new TracerUnavailable(`the shell did not report its pid (got ${JSON.stringify(r.output.slice(0, 80))})`);
     const pid = Number(m[1]);
     this.stray += r.output.slice(0, Math.max(0, m.index - 1));
-    const windows = new TraceWindows(pid, m[2], this.options.maxEventsPerCommand ?? 200_000, this.log);
-    await this.helper.attach(pid, (line) => windows.onLine(line));
-    this.windows = windows;
+    // Proves lines flow end to end; a FIFO shared with a daemon inside a VM never carries any.
+    for (;;) {
+      const windows = new TraceWindows(pid, m[2], this.options.maxEventsPerCommand ?? 200_000, this.log);
+      await this.helper.attach(pid, (line) => windows.onLine(line));
+      await this.inner.exec(`: 2>/dev/null <${markPath(0, 'begin')}; : 2>/dev/null <${markPath(0, 'end')}`, { timeoutMs: 10_000 });
+      if (await windows.waitForEnd(0, 3000)) {
+        this.windows = windows;
+        return;
+      }
+      if (this.helper.transport !== 'fifo') throw new TracerUnavailable('strace attached to the shell but no trace lines arrived');
+      this.helper.detach();
+      this.helper.dropFifo();
+    }
   }
 
   async exec(command: string, options: ExecOptions): Promise<ExecResult> {
