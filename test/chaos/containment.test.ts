@@ -1,0 +1,130 @@
+/**
+ * Containment: hostile commands inside a real sandbox. Each must be stopped by the container's
+ * limits or the command timeout, leave the host able to work, and leave no container behind.
+ * Host-side checks use `ps` on the host: container processes are visible there, so a process that
+ * "escaped" would show up by its unique arguments.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { freemem } from 'node:os';
+import { createDockerProvider, type Sandbox } from '../../src/core/sandbox/index';
+import { chaosCase, recordRunId } from './helpers/chaos';
+
+const provider = createDockerProvider();
+const runId = `chaos-contain-${process.pid}`;
+recordRunId(runId);
+const image = { kind: 'image' as const, image: 'tbrl-standin/python:3' };
+
+function hostProcesses(pattern: RegExp): string[] {
+  const ps = spawnSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
+  return ps.stdout.split('\n').filter((l) => pattern.test(l));
+}
+
+async function gone(sb: Sandbox): Promise<boolean> {
+  return provider.docker.getContainer(sb.info.containerId).inspect().then(() => false, () => true);
+}
+
+/** Runs `fn` in a fresh sandbox, closes it and checks the container is gone and the host can still fork. */
+async function inSandbox(limits: Parameters<typeof provider.create>[0]['limits'], fn: (sb: Sandbox) => Promise<string>): Promise<string> {
+  const sb = await provider.create({ image, runId, limits });
+  let said: string;
+  try {
+    said = await fn(sb);
+  } finally {
+    await sb.close();
+  }
+  assert.ok(await gone(sb), 'container still exists after close');
+  assert.equal(spawnSync('true').status, 0, 'the host cannot fork');
+  return `${said}; container reaped, host forks`;
+}
+
+chaosCase('fork bomb `:(){ :|:& };:` (pids limit 64)', 'capped at 64 processes, shell still answers, container reaped', () => inSandbox({ pids: 64 }, async (sb) => {
+  const r = await sb.exec(':(){ :|:& };:', { timeoutMs: 3000 });
+  assert.ok(r.exitCode === 0 || r.timedOut, JSON.stringify(r).slice(0, 300));
+  await new Promise((res) => setTimeout(res, 1500));
+  const count = await sb.exec('p=(/proc/[0-9]*); echo ${#p[@]}', { timeoutMs: 10_000 });
+  const n = Number(count.output.trim().split('\n').pop());
+  assert.ok(n > 20 && n <= 64, `processes: ${n}`);
+  const alive = await sb.exec('echo alive', { timeoutMs: 10_000 });
+  assert.match(alive.output, /alive\n$/);
+  return `bomb reached ${n}/64 processes; shell answered "alive"`;
+}), { timeout: 90_000 });
+
+chaosCase('memory hog: python allocating 1 GiB (memory limit 128 MiB)', 'OOM-killed command (exit 137, oomKilled), shell usable, host memory untouched', () => inSandbox({ memoryBytes: 128 * 1024 ** 2 }, async (sb) => {
+  const before = freemem();
+  const r = await sb.exec('python3 -c "x = bytearray(1 << 30); print(len(x))"', { timeoutMs: 60_000 });
+  assert.equal(r.timedOut, false);
+  assert.equal(r.exitCode, 137, r.output);
+  assert.equal(r.oomKilled, true);
+  assert.match(r.output, /out-of-memory/);
+  assert.equal((await sb.exec('echo still here')).output, 'still here\n');
+  return `exit ${r.exitCode}, oomKilled, message "${r.output.trim().split('\n').pop()?.slice(0, 60)}"; host free memory ${Math.round(before / 2 ** 20)} → ${Math.round(freemem() / 2 ** 20)} MiB`;
+}), { timeout: 90_000 });
+
+chaosCase('disk filler: dd 300 MB into the container\'s /dev/shm (a 64 MiB tmpfs)', 'ENOSPC at 64 MiB inside the container; host disk unchanged', () => inSandbox({}, async (sb) => {
+  const hostAvail = () => Number(spawnSync('df', ['-k', '--output=avail', '/'], { encoding: 'utf8' }).stdout.split('\n')[1]);
+  const before = hostAvail();
+  const size = await sb.exec('df -k --output=size /dev/shm | tail -1');
+  assert.equal(Number(size.output.trim()), 65536, `shm size ${size.output}`);
+  const r = await sb.exec('dd if=/dev/zero of=/dev/shm/fill bs=1M count=300 2>&1; echo "dd exit $?"; du -m /dev/shm/fill', { timeoutMs: 60_000 });
+  assert.match(r.output, /No space left on device/);
+  assert.match(r.output, /dd exit 1/);
+  const mb = Number(/^(\d+)\s+\/dev\/shm\/fill/m.exec(r.output)?.[1]);
+  assert.ok(mb <= 64, `wrote ${mb} MB`);
+  assert.equal((await sb.exec('rm /dev/shm/fill && echo freed')).output, 'freed\n');
+  const delta = (before - hostAvail()) / 1024;
+  assert.ok(Math.abs(delta) < 200, `host disk moved by ${delta} MB`);
+  return `dd stopped at ${mb} MB with ENOSPC; host / avail moved ${delta.toFixed(0)} MB (other engineers' writes included)`;
+}), { timeout: 90_000 });
+
+chaosCase('infinite output: `yes` for 3 s, then 50 MB of /dev/urandom through base64', 'timed out / finished with output capped at 64 KiB (head + tail), drop counted, host RSS bounded', () => inSandbox({}, async (sb) => {
+  const rss0 = process.memoryUsage().rss;
+  const r = await sb.exec('yes chaos-output', { timeoutMs: 3000 });
+  assert.equal(r.timedOut, true);
+  assert.ok(r.output.length <= 64 * 1024 + 512, `kept ${r.output.length} chars`);
+  assert.ok(r.droppedBytes > 1_000_000, `dropped only ${r.droppedBytes}`);
+  const b = await sb.exec('head -c 50000000 /dev/urandom | base64', { timeoutMs: 60_000 });
+  assert.equal(b.exitCode, 0);
+  assert.ok(b.output.length <= 64 * 1024 + 512 && b.droppedBytes > 60_000_000, `${b.output.length} kept, ${b.droppedBytes} dropped`);
+  const rssGrowth = (process.memoryUsage().rss - rss0) / 2 ** 20;
+  assert.ok(rssGrowth < 300, `host process grew ${rssGrowth} MiB`);
+  assert.equal((await sb.exec('echo ok')).output, 'ok\n');
+  return `yes: timed out, kept ${r.output.length} B, dropped ${(r.droppedBytes / 1e6).toFixed(0)} MB; base64: kept ${b.output.length} B, dropped ${(b.droppedBytes / 1e6).toFixed(0)} MB; host RSS +${rssGrowth.toFixed(0)} MiB`;
+}), { timeout: 120_000 });
+
+chaosCase('command ignoring SIGTERM (bash trap "" TERM loop; python SIG_IGN), timeout 2 s', 'killed at the timeout (SIGKILL after TERM), nothing left running, shell usable', () => inSandbox({}, async (sb) => {
+  const t0 = Date.now();
+  const r = await sb.exec('trap "" TERM; while :; do sleep 0.2; done', { timeoutMs: 2000 });
+  const bashMs = Date.now() - t0;
+  assert.equal(r.timedOut, true);
+  const t1 = Date.now();
+  const p = await sb.exec('python3 -c "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(1000)"', { timeoutMs: 2000 });
+  const pyMs = Date.now() - t1;
+  assert.equal(p.timedOut, true);
+  assert.ok(bashMs < 15_000 && pyMs < 15_000, `took ${bashMs} / ${pyMs} ms`);
+  const left = await sb.exec('ps -eo args | grep -E "time.sleep|sleep 0.2" | grep -v grep | wc -l');
+  assert.equal(left.output.trim(), '0', 'the ignoring process survived');
+  assert.equal((await sb.exec('echo ok')).output, 'ok\n');
+  return `bash loop stopped after ${(bashMs / 1000).toFixed(1)} s, python after ${(pyMs / 1000).toFixed(1)} s; 0 survivors`;
+}), { timeout: 90_000 });
+
+chaosCase('processes escaping into the background: setsid nohup, double fork, disown', 'command returns promptly; escapees live only inside the container and die with it (none on the host)', async () => {
+  const marks = ['4242.5', '4343.5', '4444.5'];
+  const pattern = new RegExp(`sleep (${marks.map((m) => m.replace('.', '\\.')).join('|')})`);
+  const said = await inSandbox({}, async (sb) => {
+    const t0 = Date.now();
+    const r = await sb.exec(`setsid nohup sleep ${marks[0]} >/dev/null 2>&1 & ( ( sleep ${marks[1]} </dev/null >/dev/null 2>&1 & ) & ) ; sleep ${marks[2]} >/dev/null 2>&1 & disown; echo launched`, { timeoutMs: 10_000 });
+    const ms = Date.now() - t0;
+    assert.match(r.output, /launched/);
+    assert.equal(r.timedOut, false, 'the command waited for its escapees');
+    await new Promise((res) => setTimeout(res, 300));
+    const inside = Number((await sb.exec(`ps -eo args | grep -cE "${pattern.source}"`)).output.trim()) - 1; // minus the grep itself
+    const onHost = hostProcesses(pattern).length;
+    assert.ok(inside >= 3 || onHost >= 3, `escapees not running: inside ${inside}, host ${onHost}`);
+    return `returned in ${ms} ms with ${onHost} escapees visible on the host (container pid namespace)`;
+  });
+  await new Promise((res) => setTimeout(res, 500));
+  const left = hostProcesses(pattern);
+  assert.deepEqual(left, [], 'escapees outlived the container');
+  return `${said}; after close 0 left on the host`;
+}, { timeout: 90_000 });
