@@ -1,0 +1,28 @@
+import type { DebugProtocol } from '@vscode/debugprotocol';
+
+/** launch.json attributes of the `tbrl` debugger (the schema is in package.json's configurationAttributes). */
+export interface LaunchArgs extends DebugProtocol.LaunchRequestArguments {
+  /** Replay this trajectory.jsonl. */
+  trajectory?: string;
+  /** Run the agent live on this task directory. */
+  task?: string;
+  stopOnEntry?: boolean;
+  /** Live: stop before every action, not only at breakpoints. */
+  stopBeforeEveryAction?: boolean;
+  /** Breakpoints in addition to the Breakpoints view (see breakpoints.ts for the syntax). */
+  breakOn?: string[];
+  policy?: 'model' | 'oracle';
+  baseUrl?: string;
+  model?: string;
+  n?: number;
+  verifier?: string;
+  maxSteps?: number;
+  maxTimeSec?: number;
+  runsDir?: string;
+  cwd?: string;
+  checkpoint?: boolean;
+  trace?: boolean;
+  skipReward?: boolean;
+  /** Filled in by the extension from SecretStorage; never written to launch.json. */
+  apiKey?: string;
+}
