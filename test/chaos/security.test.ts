@@ -1,0 +1,192 @@
+/**
+ * Security: what the agent's container can reach (Docker socket, host mounts, network), whether
+ * file primitives can write outside the container, and whether a planted API key ever reaches a
+ * trajectory, report, log line or the container.
+ */
+import { after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import { pack } from 'tar-stream';
+import { runTask } from '../../src/core/run/run-task';
+import { ScriptedPolicy } from '../../src/core/agent/scripted';
+import { createDockerProvider, type Sandbox, type SandboxProvider } from '../../src/core/sandbox/index';
+import { LABEL_RUN } from '../../src/core/sandbox/types';
+import { readTrajectory } from '../../src/core/trajectory/reader';
+import { startOpenAIServer } from '../helpers/openai-server';
+import { chaosCase, recordRunId } from './helpers/chaos';
+
+const EXAMPLE = resolve('examples/hello-world');
+const CLI = resolve('src/cli/main.ts');
+const scratch = mkdtempSync(join(tmpdir(), 'tbrl-chaos-sec-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+const provider = createDockerProvider();
+const docker = provider.docker;
+
+/** Records the sandboxes runTask creates so the test can inspect the live container. */
+function recordingProvider(created: Sandbox[]): SandboxProvider {
+  return {
+    create: async (spec) => { const sb = await provider.create(spec); created.push(sb); return sb; },
+    fork: (cp, spec) => provider.fork(cp, spec),
+    gc: (o) => provider.gc(o),
+  };
+}
+
+const bash = (cmd: string) => `<bash>\ncmd: |\n${cmd.split('\n').map((l) => `  ${l}`).join('\n')}\n</bash>`;
+const CONNECT = `python3 - <<'PY'
+import socket
+for host, port in [("1.1.1.1", 53), ("8.8.8.8", 443), ("172.17.0.1", 2375), ("172.17.0.1", 22)]:
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect((host, port)); print(host, port, "CONNECTED")
+    except OSError as e:
+        print(host, port, "refused:", e.strerror or e)
+    finally:
+        s.close()
+PY`;
+
+chaosCase('agent container of examples/hello-world with allow_internet: false (via runTask): Docker socket, mounts, privileges, network; connect to 1.1.1.1, 8.8.8.8, the host bridge', 'no socket, no host mounts (task declares none), not privileged, NetworkMode none, every connect fails; the same task without the key (formats default to internet on) gets bridge', async () => {
+  const created: Sandbox[] = [];
+  // Terminal-Bench and Harbor default allow_internet to true, so the example as shipped has a network.
+  const offline = join(scratch, 'hello-offline');
+  cpSync(EXAMPLE, offline, { recursive: true });
+  appendFileSync(join(offline, 'task.yaml'), '\nallow_internet: false\n');
+  const marker = `chaos-escape-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const policy = new ScriptedPolicy([
+    bash('ls -la /var/run/docker.sock /run/docker.sock 2>&1; echo "sock-exit=$?"; awk \'{print $2}\' /proc/mounts | sort | tr "\\n" " "'),
+    bash(CONNECT),
+    `<file>\naction: write\nfile_path: ../../../../../../tmp/${marker}/x\ncontent: inside\n</file>`,
+    bash(`cat /tmp/${marker}/x`),
+  ]);
+  let inspected: Awaited<ReturnType<ReturnType<typeof docker.getContainer>['inspect']>> | undefined;
+  const result = await runTask({
+    taskDir: offline, outDir: join(scratch, 'sec-run'), policyOverride: policy, sandboxProvider: recordingProvider(created), trace: false, skipReward: true, env: {},
+    beforeExecute: async (step) => {
+      if (step === 0) inspected = await docker.getContainer(created[0].info.containerId).inspect();
+      return { action: 'continue' };
+    },
+  });
+  recordRunId(result.runId);
+  assert.ok(inspected, 'container not inspected');
+  const hc = inspected.HostConfig;
+  assert.equal(hc.NetworkMode, 'none');
+  assert.equal(hc.Privileged, false);
+  assert.ok(!hc.CapAdd || hc.CapAdd.length === 0, `CapAdd ${hc.CapAdd}`);
+  assert.deepEqual(hc.Binds ?? [], []);
+  assert.deepEqual(inspected.Mounts, [], JSON.stringify(inspected.Mounts));
+  assert.deepEqual(hc.SecurityOpt, ['no-new-privileges']);
+  const obs = result.steps.map((s) => s.actions[0]?.observation ?? '');
+  assert.match(obs[0], /No such file or directory[\s\S]*sock-exit=2/);
+  assert.doesNotMatch(obs[0], /docker\.sock\s/);
+  assert.doesNotMatch(obs[1], /CONNECTED/);
+  assert.equal((obs[1].match(/refused:/g) ?? []).length, 4, obs[1]);
+  assert.match(obs[3], /inside/);
+  assert.equal(existsSync(`/tmp/${marker}`), false, 'the file action wrote on the host');
+  // Contrast: the example as shipped (no allow_internet key) gets a bridge network.
+  const createdOnline: Sandbox[] = [];
+  let mode = '';
+  const online = await runTask({
+    taskDir: EXAMPLE, outDir: join(scratch, 'sec-run-online'), policyOverride: new ScriptedPolicy([bash('true')]), sandboxProvider: recordingProvider(createdOnline), trace: false, skipReward: true, env: {},
+    beforeExecute: async () => {
+      mode = (await docker.getContainer(createdOnline[0].info.containerId).inspect()).HostConfig.NetworkMode ?? '';
+      return { action: 'continue' };
+    },
+  });
+  recordRunId(online.runId);
+  assert.equal(mode, 'bridge');
+  return `NetworkMode none, Mounts [], Binds [], not privileged, no-new-privileges; socket: "${obs[0].split('\n').find((l) => /docker\.sock/.test(l))?.trim().slice(0, 70)}"; connects: ${obs[1].trim().split('\n').map((l) => l.replace(/refused: /, '')).join(' / ').slice(0, 160)}; ../ write landed in the container; example as shipped (internet by format default) → ${mode}`;
+}, { timeout: 120_000 });
+
+chaosCase('file primitives: writeFile with ../ and /../ paths, putArchive with ../ entries, an absolute-path entry and a symlink to /tmp, readFile("../../etc/hostname")', 'everything lands in (or reads from) the container; nothing appears on the host', async () => {
+  const runId = `chaos-files-${process.pid}`;
+  recordRunId(runId);
+  const tag = `chaos-trav-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const hostPaths = [`/tmp/${tag}-a`, `/tmp/${tag}-b`, `/tmp/${tag}-c`, `/tmp/${tag}-d`, `/tmp/${tag}-link`, `/tmp/${tag}-viaLink`];
+  const sb = await provider.create({ image: { kind: 'image', image: 'debian:bookworm-slim' }, runId });
+  const landed: string[] = [];
+  try {
+    await sb.exec('mkdir -p /work/deep/er && cd /work/deep/er');
+    await sb.writeFile(`../../../../../../tmp/${tag}-a`, 'A');
+    await sb.writeFile(`/../../../tmp/${tag}-b`, 'B');
+    const tar = pack();
+    tar.entry({ name: `../../../../tmp/${tag}-c` }, 'C');
+    tar.entry({ name: `/tmp/${tag}-d` }, 'D');
+    tar.entry({ name: `${tag}-link`, type: 'symlink', linkname: '/tmp' });
+    tar.finalize();
+    const chunks: Buffer[] = [];
+    for await (const c of tar) chunks.push(c as Buffer);
+    let archiveNote = 'accepted';
+    await sb.putArchive(Buffer.concat(chunks), '/work/deep').catch((err: Error) => { archiveNote = `refused: ${err.message.split('\n')[0]}`; });
+    // Through the symlink the archive just made: resolved inside the container's root.
+    await sb.writeFile(`/work/deep/${tag}-link/${tag}-viaLink`, 'L').catch(() => undefined);
+    const inside = await sb.exec(`ls /tmp /work/deep 2>/dev/null | grep -c '${tag}' ; ls -d /tmp/${tag}-* /work/deep/${tag}-* /${tag}-* 2>/dev/null`);
+    landed.push(...inside.output.trim().split('\n').slice(1));
+    const hostname = (await sb.readFile('../../../../etc/hostname')).toString().trim();
+    assert.equal(hostname, sb.info.containerId.slice(0, 12), 'readFile read the host\'s /etc/hostname');
+    assert.ok(landed.some((p) => p.endsWith(`${tag}-a`)) && landed.some((p) => p.endsWith(`${tag}-b`)), `writeFile results: ${landed.join(', ')}`);
+    const onHost = hostPaths.filter((p) => existsSync(p));
+    assert.deepEqual(onHost, [], 'written on the host');
+    return `inside the container: ${landed.join(', ')}; putArchive ${archiveNote}; readFile ../ → container hostname; host: 0 files`;
+  } finally {
+    await sb.close();
+    for (const p of hostPaths) rmSync(p, { recursive: true, force: true });
+  }
+}, { timeout: 90_000 });
+
+function walk(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = join(dir, f);
+    return statSync(p).isDirectory() ? walk(p) : [p];
+  });
+}
+
+function runCli(args: string[], cwd: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  return new Promise((res) => {
+    // --import resolves from the child's cwd, which is outside the repository here.
+    const child = spawn(process.execPath, ['--import', pathToFileURL(resolve('node_modules/tsx/dist/loader.mjs')).href, CLI, ...args], { cwd, env: { PATH: process.env.PATH!, HOME: process.env.HOME!, ...(process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    child.on('exit', (code) => res({ code, out }));
+  });
+}
+
+chaosCase('planted API keys (one in .tbrl/config.json, one in OPENAI_API_KEY) through `tbrl run` model-policy runs; the agent dumps its env; a second run with a rejected key', 'neither key in any written file, stdout/stderr or the container env; the key is sent only as the Authorization header', async () => {
+  const fileKey = `sk-chaosfile${randomBytes(12).toString('hex')}`;
+  const envKey = `sk-chaosenv${randomBytes(12).toString('hex')}`;
+  const srv = await startOpenAIServer({ models: ['m'], apiKey: fileKey });
+  srv.enqueue(bash('env | sort; tr "\\0" "\\n" < /proc/1/environ; cat ~/.tbrl/config.json /root/.tbrl/config.json 2>&1 | head -3'), '<finish>\nmessage: done\n</finish>');
+  const cwd = join(scratch, 'secret-cwd');
+  mkdirSync(join(cwd, '.tbrl'), { recursive: true });
+  writeFileSync(join(cwd, '.tbrl', 'config.json'), JSON.stringify({ baseUrl: srv.baseUrl, model: 'm', apiKey: fileKey }));
+  try {
+    const ok = await runCli(['run', EXAMPLE, '--no-trace', '--judge', 'm'], cwd, { TBRL_SECRET_CANARY_UNUSED: '1' });
+    // A rejected key: the 401 path must not echo it either.
+    const bad = await runCli(['run', EXAMPLE, '--no-trace', '--out', join(cwd, 'runs', 'rejected')], cwd, { OPENAI_API_KEY: envKey });
+    assert.ok(srv.requests.some((r) => r.authorization === `Bearer ${fileKey}`), 'the file key was never used');
+    assert.ok(srv.requests.some((r) => r.authorization === `Bearer ${envKey}`), 'the env key was never used');
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.out, /rejected the API key/);
+    const files = walk(join(cwd, 'runs'));
+    assert.ok(files.length >= 4, files.join(', '));
+    for (const f of files) {
+      const t = readFileSync(f, 'utf8');
+      assert.ok(!t.includes(fileKey) && !t.includes(envKey), `${f} holds a planted key`);
+      if (f.endsWith('trajectory.jsonl')) recordRunId(JSON.parse(t.split('\n')[0]).runId);
+    }
+    for (const [name, out] of [['run', ok.out], ['rejected run', bad.out]]) assert.ok(!out.includes(fileKey) && !out.includes(envKey), `${name} output holds a planted key`);
+    const traj = await readTrajectory(files.find((f) => /trajectory\.jsonl$/.test(f) && !f.includes('rejected'))!);
+    const envDump = traj.steps[0].actions[0].observation;
+    assert.match(envDump, /PATH=/, 'the env dump did not run');
+    assert.doesNotMatch(envDump, /OPENAI|sk-chaos/);
+    const labelled = await docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=${traj.header.runId}`] } });
+    assert.equal(labelled.length, 0);
+    return `${files.length} files (trajectories, reports) + stdout/stderr of 2 runs scanned: 0 hits; container env dump has no key; rejected run says "rejected the API key" without it; ${srv.requests.length} requests carried it only as Bearer`;
+  } finally {
+    await srv.close();
+  }
+}, { timeout: 180_000 });
