@@ -1,0 +1,221 @@
+import { TbrlError } from '../errors';
+import { computeOutputs, csvText, summaryText, basename } from './expected';
+import { formatOfFile, indexPath, latePath, parseShardRecords, renderFactLine, shardKeys, sqlSource } from './render';
+import type { DomainSpec, FileMap, TableFormat, World } from './types';
+import { FAULT_ORDER, type FaultSpec } from './world';
+
+/**
+ * Fault classes as declarative data (world.ts draws them) with a pure apply and a pure revert
+ * each: revert(apply(files)) === files byte for byte. Applying in FAULT_ORDER and reverting in the
+ * reverse order is what keeps line positions unambiguous.
+ */
+
+export const cacheDir = 'cache';
+
+interface Ctx { spec: DomainSpec; world: World }
+
+function shardFileOf(ctx: Ctx, factId: string): { path: string; format: TableFormat } {
+  const f = ctx.world.facts.find((x) => x.id === factId);
+  if (!f) throw new TbrlError('SYNTH_FAULT', `fault names unknown record ${factId}`, 'draw faults from the same world they are applied to.');
+  const p = ctx.world.partitions[f.partition];
+  return { path: `${ctx.spec.shardDir}/${p.file}`, format: p.format };
+}
+
+function linePrefix(ctx: Ctx, format: TableFormat, id: string): string {
+  const key = ctx.spec.fact.id;
+  if (format === 'csv') return `${id},`;
+  if (format === 'tsv') return `${id}\t`;
+  if (format === 'jsonl') return `{"${key}":"${id}"`;
+  return `${key}=${id} `;
+}
+
+const split = (text: string) => text.slice(0, -1).split('\n');
+const join = (lines: string[]) => lines.join('\n') + '\n';
+
+function get(files: FileMap, path: string): string {
+  const t = files[path];
+  if (t === undefined) throw new TbrlError('SYNTH_FAULT', `fault targets ${path}, which is not in the workspace`, 'apply faults to the rendered inputs of the same world.');
+  return t;
+}
+
+/** Renames between canonical and drifted key spellings on one shard. */
+function renameKey(text: string, format: TableFormat, from: string, to: string): string {
+  const lines = split(text);
+  if (format === 'csv' || format === 'tsv') {
+    const sep = format === 'csv' ? ',' : '\t';
+    lines[0] = lines[0].split(sep).map((k) => (k === from ? to : k)).join(sep);
+    return join(lines);
+  }
+  const pattern = format === 'jsonl' ? `"${from}":` : ` ${from}=`;
+  const replacement = format === 'jsonl' ? `"${to}":` : ` ${to}=`;
+  return join(lines.map((l) => l.split(pattern).join(replacement)));
+}
+
+function driftNames(ctx: Ctx, fault: Extract<FaultSpec, { class: 'schema-drift' }>) {
+  return fault.column === 'amount' ? { canonical: ctx.spec.fact.amount, drifted: ctx.spec.aliases.amount } : { canonical: ctx.spec.fact.a, drifted: ctx.spec.aliases.a };
+}
+
+function categoryLineIndex(ctx: Ctx, lines: string[], id: string): number {
+  const d = ctx.spec.dimB;
+  const i = lines.findIndex((l) => (d.format === 'sql' ? l.startsWith(`INSERT INTO ${d.table} VALUES ('${id}', `) : l.startsWith(`${id}\t`)));
+  if (i < 0) throw new TbrlError('SYNTH_FAULT', `no ${d.noun} row ${id} to drift`, 'draw category drift from the rendered world.');
+  return i;
+}
+
+function setCategory(ctx: Ctx, line: string, text: string): string {
+  if (ctx.spec.dimB.format === 'sql') return line.replace(/^(INSERT INTO \w+ VALUES \('(?:[^']|'')*', )'(?:[^']|'')*'/, (_, head: string) => `${head}'${text.replace(/'/g, "''")}'`);
+  const cells = line.split('\t');
+  cells[1] = text;
+  return cells.join('\t');
+}
+
+export function staleWorld(world: World, fault: Extract<FaultSpec, { class: 'stale-cache' }>): World {
+  const dropped = new Set(fault.droppedFactIds);
+  const bumped = new Set(fault.bumpedFactIds);
+  return { ...world, facts: world.facts.filter((f) => !dropped.has(f.id)).map((f) => (bumped.has(f.id) ? { ...f, amount: f.amount + 1 } : f)) };
+}
+
+export function staleCacheFiles(ctx: Ctx, fault: Extract<FaultSpec, { class: 'stale-cache' }>): FileMap {
+  const stale = staleWorld(ctx.world, fault);
+  const outputs = computeOutputs(ctx.spec, stale);
+  return {
+    [`${cacheDir}/${basename(ctx.spec.out.report)}`]: csvText(outputs.report),
+    [`${cacheDir}/${basename(ctx.spec.out.summary)}`]: summaryText(outputs.summary),
+    [`${cacheDir}/README.txt`]: `Cached results of the nightly job (${ctx.spec.title}). Refreshed ${ctx.world.partitions[0].label}.\n`,
+  };
+}
+
+export function applyFault(spec: DomainSpec, world: World, fault: FaultSpec, input: FileMap): FileMap {
+  const ctx: Ctx = { spec, world };
+  const files = { ...input };
+  switch (fault.class) {
+    case 'missing-records': {
+      const late: string[] = [];
+      for (const id of fault.factIds) {
+        const { path, format } = shardFileOf(ctx, id);
+        const lines = split(get(files, path));
+        const at = lines.findIndex((l) => l.startsWith(linePrefix(ctx, format, id)));
+        if (at < 0) throw new TbrlError('SYNTH_FAULT', `record ${id} is not in ${path}`, 'apply missing-records before other faults.');
+        lines.splice(at, 1);
+        files[path] = join(lines);
+        const f = world.facts.find((x) => x.id === id)!;
+        late.push(JSON.stringify({ [spec.fact.id]: f.id, [spec.fact.a]: f.a, [spec.fact.b]: f.b, [spec.fact.amount]: f.amount, [spec.fact.partition]: world.partitions[f.partition].label }));
+      }
+      files[latePath(spec)] = join(late);
+      return files;
+    }
+    case 'duplicated-records': {
+      for (const id of fault.factIds) {
+        const { path, format } = shardFileOf(ctx, id);
+        const lines = split(get(files, path));
+        const line = lines.find((l) => l.startsWith(linePrefix(ctx, format, id)));
+        if (line === undefined) throw new TbrlError('SYNTH_FAULT', `record ${id} is not in ${path}`, 'duplicate records that are in the shards.');
+        lines.push(line);
+        files[path] = join(lines);
+      }
+      return files;
+    }
+    case 'schema-drift': {
+      const p = world.partitions[fault.partition];
+      const path = `${spec.shardDir}/${p.file}`;
+      const { canonical, drifted } = driftNames(ctx, fault);
+      files[path] = renameKey(get(files, path), p.format, canonical, drifted);
+      return files;
+    }
+    case 'category-drift': {
+      const path = spec.dimB.format === 'sql' ? sqlSource(spec) : spec.dimB.file;
+      const lines = split(get(files, path));
+      for (const v of fault.variants) {
+        const i = categoryLineIndex(ctx, lines, v.id);
+        lines[i] = setCategory(ctx, lines[i], v.text);
+      }
+      files[path] = join(lines);
+      return files;
+    }
+    case 'shuffled-shard-index': {
+      const [head, ...body] = split(get(files, indexPath(spec)));
+      files[indexPath(spec)] = join([head, ...fault.order.map((i) => body[i])]);
+      return files;
+    }
+    case 'stale-cache':
+      return { ...files, ...staleCacheFiles(ctx, fault) };
+  }
+}
+
+export function revertFault(spec: DomainSpec, world: World, fault: FaultSpec, input: FileMap): FileMap {
+  const ctx: Ctx = { spec, world };
+  const files = { ...input };
+  switch (fault.class) {
+    case 'missing-records': {
+      const records = parseShardRecords('jsonl', get(files, latePath(spec)));
+      delete files[latePath(spec)];
+      for (const r of records) {
+        const { path, format } = shardFileOf(ctx, r[spec.fact.id]);
+        const lines = split(get(files, path));
+        const headed = format === 'csv' || format === 'tsv' ? 1 : 0;
+        const ids = parseShardRecords(format, get(files, path)).map((x) => x[spec.fact.id]);
+        const after = ids.findIndex((id) => id > r[spec.fact.id]);
+        const line = renderFactLine(format, shardKeys(spec), { id: r[spec.fact.id], a: r[spec.fact.a], b: r[spec.fact.b], amount: Number(r[spec.fact.amount]), partition: 0 });
+        lines.splice(after < 0 ? lines.length : after + headed, 0, line);
+        files[path] = join(lines);
+      }
+      return files;
+    }
+    case 'duplicated-records': {
+      for (const id of [...fault.factIds].reverse()) {
+        const { path, format } = shardFileOf(ctx, id);
+        const lines = split(get(files, path));
+        const prefix = linePrefix(ctx, format, id);
+        let last = -1;
+        lines.forEach((l, i) => { if (l.startsWith(prefix)) last = i; });
+        lines.splice(last, 1);
+        files[path] = join(lines);
+      }
+      return files;
+    }
+    case 'schema-drift': {
+      const p = world.partitions[fault.partition];
+      const path = `${spec.shardDir}/${p.file}`;
+      const { canonical, drifted } = driftNames(ctx, fault);
+      files[path] = renameKey(get(files, path), p.format, drifted, canonical);
+      return files;
+    }
+    case 'category-drift': {
+      const path = spec.dimB.format === 'sql' ? sqlSource(spec) : spec.dimB.file;
+      const lines = split(get(files, path));
+      for (const v of fault.variants) {
+        const i = categoryLineIndex(ctx, lines, v.id);
+        lines[i] = setCategory(ctx, lines[i], v.text.trim().toLowerCase());
+      }
+      files[path] = join(lines);
+      return files;
+    }
+    case 'shuffled-shard-index': {
+      const [head, ...body] = split(get(files, indexPath(spec)));
+      const restored = new Array<string>(body.length);
+      fault.order.forEach((orig, pos) => { restored[orig] = body[pos]; });
+      files[indexPath(spec)] = join([head, ...restored]);
+      return files;
+    }
+    case 'stale-cache':
+      for (const path of Object.keys(staleCacheFiles(ctx, fault))) delete files[path];
+      return files;
+  }
+}
+
+export function applyFaults(spec: DomainSpec, world: World, faults: FaultSpec[], files: FileMap): FileMap {
+  return sortedFaults(faults).reduce((acc, f) => applyFault(spec, world, f, acc), files);
+}
+
+export function revertFaults(spec: DomainSpec, world: World, faults: FaultSpec[], files: FileMap): FileMap {
+  return [...sortedFaults(faults)].reverse().reduce((acc, f) => revertFault(spec, world, f, acc), files);
+}
+
+function sortedFaults(faults: FaultSpec[]): FaultSpec[] {
+  return [...faults].sort((x, y) => FAULT_ORDER.indexOf(x.class) - FAULT_ORDER.indexOf(y.class));
+}
+
+/** The format a shard file has after faults (for lines the verifier appends). */
+export function shardFormat(file: string): TableFormat {
+  return formatOfFile(file);
+}

@@ -1,0 +1,195 @@
+import { rm, writeFile, mkdir, chmod } from 'node:fs/promises';
+import { isDeepStrictEqual } from 'node:util';
+import { dirname, join } from 'node:path';
+import { errorMessage } from '../errors';
+import { potential, type ProgressContract } from './contract';
+import { outputFiles } from './expected';
+import { applyFault, revertFault, revertFaults } from './faults';
+import type { SynthesizedTask } from './generate';
+import { runProcess, scratchDir, writeFiles } from './host';
+import { checkNoSharedCode, type ShareFinding } from './noshare';
+import { buildProbes } from './probes';
+import { BUILD_DB_SCRIPT, parseDimBRows, parseWorld, sqlSource } from './render';
+import { SOLVER_PRELUDE } from './solver-program';
+
+/**
+ * Generation-time gates, run on the host in a scratch directory with python3: the rendered
+ * programs run exactly as they will in the container (paths come from TBRL_APP / --root). A task
+ * that fails any gate is not written.
+ */
+export interface GateResult { name: string; passed: boolean; detail: string }
+
+export interface ProbeResult { name: string; verifierPassed: boolean; phi: number }
+
+export interface GateReport {
+  task: string;
+  passed: boolean;
+  gates: GateResult[];
+  /** Φ of the untouched workspace, then after each reference step. */
+  referencePhi: number[];
+  probes: ProbeResult[];
+  durationMs: number;
+}
+
+export interface GradeResult { phi: number; credit: Record<string, number>; gated: Record<string, number> }
+
+export interface GateOptions { python?: string; probes?: boolean }
+
+/** Lay out the untouched workspace: root/app with the inputs, the SQLite database built, root/tests. */
+async function prepare(t: SynthesizedTask, root: string, python: string): Promise<string> {
+  const app = join(root, 'app');
+  await writeFiles(app, t.inputs);
+  if (t.inputs[BUILD_DB_SCRIPT]) {
+    const built = await runProcess([python, join(app, BUILD_DB_SCRIPT), app]);
+    if (built.code !== 0) throw new Error(`building the SQLite database failed: ${built.stderr.slice(-400)}`);
+    await rm(join(app, 'setup'), { recursive: true, force: true });
+  }
+  await mkdir(join(app, 'out'), { recursive: true });
+  const tests: Record<string, string> = {};
+  for (const [path, text] of Object.entries(t.taskFiles)) if (path.startsWith('tests/') || path === 'test_weights.json') tests[path] = text;
+  await writeFiles(root, tests);
+  return app;
+}
+
+export async function gradeOnHost(t: SynthesizedTask, root: string, app: string, python = 'python3'): Promise<GradeResult> {
+  const r = await runProcess([python, join(root, 'tests/progress.py'), '--root', app]);
+  if (r.code !== 0) throw new Error(`progress grader failed (exit ${r.code}): ${r.stderr.slice(-600)}`);
+  const parsed = JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as GradeResult;
+  // The TypeScript path recomputes gating and Φ from the grader's raw credits: the two must agree.
+  const ts = potential(t.contract, parsed.credit);
+  if (Math.abs(ts - parsed.phi) > 1e-9) throw new Error(`grader printed Φ=${parsed.phi} but its credits give Φ=${ts}`);
+  return parsed;
+}
+
+export async function verifyOnHost(root: string, app: string, python = 'python3'): Promise<{ passed: boolean; log: string }> {
+  const r = await runProcess([python, '-m', 'pytest', '-p', 'no:cacheprovider', '-c', join(root, 'tests/pytest.ini'), '--rootdir', join(root, 'tests'), '-q', '-rA', join(root, 'tests/test_outputs.py')], { cwd: app, env: { TBRL_APP: app }, timeoutMs: 300_000 });
+  return { passed: r.code === 0, log: r.stdout + r.stderr };
+}
+
+async function runStep(app: string, script: string): Promise<void> {
+  const r = await runProcess(['bash', '-c', `${SOLVER_PRELUDE}\n${script}`], { env: { TBRL_APP: app } });
+  if (r.code !== 0) throw new Error(`reference step failed (exit ${r.code}): ${r.stderr.slice(-600)}`);
+}
+
+async function applyProbe(app: string, files: Record<string, string | null>): Promise<void> {
+  for (const [path, text] of Object.entries(files)) {
+    const target = join(app, path);
+    if (text === null) await rm(target, { recursive: true, force: true });
+    else {
+      await mkdir(dirname(target), { recursive: true });
+      await writeFile(target, text);
+      if (path.endsWith('.sh')) await chmod(target, 0o755);
+    }
+  }
+}
+
+export function staticGates(t: SynthesizedTask): GateResult[] {
+  const out: GateResult[] = [];
+  const gate = (name: string, fn: () => string | undefined) => {
+    try {
+      const problem = fn();
+      out.push({ name, passed: problem === undefined, detail: problem ?? 'ok' });
+    } catch (err) {
+      out.push({ name, passed: false, detail: errorMessage(err) });
+    }
+  };
+  const { spec, draw } = t;
+  gate('round-trip', () => {
+    const back = parseWorld(spec, t.cleanInputs, { domain: draw.world.domain, tier: draw.world.tier, seed: draw.world.seed });
+    return isDeepStrictEqual(back, draw.world) ? undefined : 'parsing the rendered files does not give W back';
+  });
+  gate('faults-reversible', () => {
+    for (const f of draw.faults) {
+      const changed = applyFault(spec, draw.world, f, t.cleanInputs);
+      if (isDeepStrictEqual(changed, t.cleanInputs)) return `fault ${f.class} changes nothing`;
+      if (!isDeepStrictEqual(revertFault(spec, draw.world, f, changed), t.cleanInputs)) return `fault ${f.class} does not revert exactly`;
+    }
+    return isDeepStrictEqual(revertFaults(spec, draw.world, draw.faults, t.inputs), t.cleanInputs) ? undefined : 'reverting the whole fault plan does not restore the rendered files';
+  });
+  gate('share-no-code', () => {
+    const findings: ShareFinding[] = checkNoSharedCode([
+      { name: 'grader', file: 'tests/progress.py', text: t.taskFiles['tests/progress.py'] },
+      { name: 'verifier', file: 'tests/test_outputs.py', text: t.taskFiles['tests/test_outputs.py'] },
+      { name: 'solver', file: 'solution.sh', text: t.taskFiles['solution.sh'] },
+    ]);
+    return findings.length === 0 ? undefined : findings.slice(0, 5).map((f) => `${f.between.join('/')} share ${f.kind}: ${f.detail}`).join('; ');
+  });
+  gate('no-leak', () => {
+    const env = Object.entries(t.taskFiles).filter(([p]) => p.startsWith('app/') || p === 'Dockerfile');
+    const secrets = [...Object.values(outputFiles(spec, t.expected)).filter((s) => s.split('\n').length > 2), 'def table_credit', 'def check_outputs', 'ref_pipeline', '"expected"'];
+    for (const [path, text] of env) {
+      for (const s of secrets) if (text.includes(s)) return `${path} (visible to the agent) contains ${JSON.stringify(s.slice(0, 60))}`;
+    }
+    return undefined;
+  });
+  return out;
+}
+
+export async function runGates(t: SynthesizedTask, options: GateOptions = {}): Promise<GateReport> {
+  const started = Date.now();
+  const python = options.python ?? 'python3';
+  const gates = staticGates(t);
+  const referencePhi: number[] = [];
+  const probes: ProbeResult[] = [];
+  const scratch = await scratchDir('tbrl-synth-gate-');
+  try {
+    // Reference solution, step by step.
+    try {
+      const root = join(scratch.dir, 'reference');
+      const app = await prepare(t, root, python);
+      await sqliteRoundTrip(t, app, python);
+      referencePhi.push((await gradeOnHost(t, root, app, python)).phi);
+      for (const step of t.steps) {
+        await runStep(app, step.script);
+        referencePhi.push((await gradeOnHost(t, root, app, python)).phi);
+      }
+      const partial = referencePhi.slice(1, -1);
+      const monotone = referencePhi.every((p, i) => i === 0 || p >= referencePhi[i - 1] - 1e-12);
+      gates.push({ name: 'phi-monotone', passed: monotone, detail: monotone ? referencePhi.join(' → ') : `Φ falls along the reference: ${referencePhi.join(' → ')}` });
+      const inside = partial.every((p) => p > 0 && p < 1);
+      gates.push({ name: 'phi-partial-inside', passed: inside, detail: inside ? 'every partial state has 0 < Φ < 1' : `partial states: ${partial.join(', ')}` });
+      const final = referencePhi[referencePhi.length - 1];
+      gates.push({ name: 'reference-phi-1', passed: Math.abs(final - 1) < 1e-9, detail: `Φ(s_T) = ${final}` });
+      const verdict = await verifyOnHost(root, app, python);
+      gates.push({ name: 'reference-passes', passed: verdict.passed, detail: verdict.passed ? 'strict verifier passes the reference' : verdict.log.slice(-1200) });
+    } catch (err) {
+      gates.push({ name: 'reference-runs', passed: false, detail: errorMessage(err) });
+    }
+    if (options.probes !== false) {
+      const list = buildProbes({ spec: t.spec, world: t.draw.world, faults: t.draw.faults, inputs: t.inputs, expected: t.expected });
+      const failures: string[] = [];
+      for (const probe of list) {
+        const root = join(scratch.dir, `probe-${probe.name}`);
+        try {
+          const app = await prepare(t, root, python);
+          await applyProbe(app, probe.files);
+          const phi = (await gradeOnHost(t, root, app, python)).phi;
+          const verdict = await verifyOnHost(root, app, python);
+          probes.push({ name: probe.name, verifierPassed: verdict.passed, phi });
+          if (verdict.passed) failures.push(`${probe.name} passes the strict verifier`);
+          if (phi >= 1 - 1e-9) failures.push(`${probe.name} reaches Φ=${phi}`);
+        } catch (err) {
+          failures.push(`${probe.name}: ${errorMessage(err)}`);
+        } finally {
+          await rm(root, { recursive: true, force: true });
+        }
+      }
+      gates.push({ name: 'gaming-probes', passed: failures.length === 0 && list.length >= 14, detail: failures.length ? failures.join('; ') : `${list.length} probes: verifier 0, Φ < 1` });
+    }
+  } finally {
+    await scratch.dispose();
+  }
+  return { task: t.id, passed: gates.every((g) => g.passed), gates, referencePhi, probes, durationMs: Date.now() - started };
+}
+
+/** The database built from the SQL script holds exactly the rows the script declares. */
+async function sqliteRoundTrip(t: SynthesizedTask, app: string, python: string): Promise<void> {
+  if (t.spec.dimB.format !== 'sql') return;
+  const d = t.spec.dimB;
+  const r = await runProcess([python, '-c', `import json,sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nprint(json.dumps(c.execute("SELECT ${d.id}, ${d.category}, ${d.unit} FROM ${d.table} ORDER BY rowid").fetchall()))`, join(app, d.file)]);
+  if (r.code !== 0) throw new Error(`reading ${d.file} back failed: ${r.stderr.slice(-400)}`);
+  const rows = (JSON.parse(r.stdout) as [string, string, number][]).map(([id, category, unit]) => ({ id, category, unit }));
+  if (!isDeepStrictEqual(rows, parseDimBRows(t.spec, t.inputs[sqlSource(t.spec)]))) throw new Error(`${d.file} does not hold the rows of its SQL script`);
+}
+
+export type { ProgressContract };

@@ -1,0 +1,33 @@
+import { basename } from './expected';
+import { indexPath, latePath } from './render';
+import type { DomainSpec } from './types';
+
+/** The task text. It states every rule the data may need, whether or not this task's faults use it. */
+export function instructionFor(spec: DomainSpec, entry: string): string {
+  const f = spec.fact;
+  const a = spec.dimA;
+  const b = spec.dimB;
+  const dimBText = b.format === 'sql' ? `a SQLite database (table \`${b.table}\`: ${b.id}, ${b.category}, ${b.unit})` : `a TSV file with header ${b.id}, ${b.category}, ${b.unit}`;
+  return [
+    `# ${spec.title}`,
+    '',
+    `Inputs live under /app/data. The ${spec.factNoun} are split into shards under /app/${spec.shardDir}; /app/${indexPath(spec)} lists every shard file with its ${f.partition} (tab-separated, header \`file\\t${f.partition}\`). Shards are ${spec.shardFormats.join(' or ')} files with the fields ${f.id}, ${f.a}, ${f.b}, ${f.amount}. /app/${a.file} holds the ${a.noun} (${a.id}, ${a.name}, ${a.group}) and /app/${b.file} is ${dimBText}.`,
+    '',
+    `Compute ${spec.story}. Write, with \`\\n\` line endings, comma-separated, a header row and no quoting:`,
+    '',
+    `1. /app/${spec.out.clean}: ${[f.id, f.a, f.b, f.amount, f.partition].join(',')} — one row per distinct ${f.id}, ordered by ${f.partition} then ${f.id}.`,
+    `2. /app/${spec.out.enriched}: ${[f.id, f.partition, a.group, b.category, spec.out.value].join(',')} — the same rows and order, joined to ${a.noun} and ${b.noun}; ${spec.out.value} = ${f.amount} × ${b.unit}.`,
+    `3. /app/${spec.out.report}: ${[a.group, b.category, spec.out.count, spec.out.total].join(',')} — one row per (${a.group}, ${b.category}) pair, ordered by ${a.group} then ${b.category}.`,
+    `4. /app/${spec.out.summary}: a JSON object {"records": rows of the clean file, "partitions": distinct ${f.partition} values among them, "total": sum of ${spec.out.total}, "groups": rows of the report}, all integers.`,
+    `5. /app/${entry}: an executable script so that \`bash /app/${entry} INPUT_DIR OUTPUT_DIR\` recomputes all four files (same names, e.g. OUTPUT_DIR/${basename(spec.out.report)}) from a directory laid out like /app/data. It will be run on other data.`,
+    '',
+    'The data is messy. Take care of every case below that occurs:',
+    `- Some shards spell a field the old way: ${spec.aliases.amount} means ${f.amount} and ${spec.aliases.a} means ${f.a}.`,
+    `- A record may appear more than once; keep one per ${f.id}.`,
+    `- Records that arrived late are in /app/${latePath(spec)} (JSON lines with a ${f.partition} field); they belong to the data.`,
+    `- ${b.category} values may differ in case or surrounding spaces; use the lower-case, trimmed value.`,
+    `- The index lines are not necessarily in ${f.partition} order; shard file names say nothing about order.`,
+    `- /app/cache may hold results of an earlier run; they are out of date.`,
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,81 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The "share no code" gate: grader, strict verifier and reference solver must be independent
+ * programs, so a bug (or a leak) in one cannot make the others agree with it. Checked mechanically:
+ * no component names another's file, no normalised code line of substance appears in two of them,
+ * and no function body (normalised, hashed) appears in two.
+ */
+export interface Component { name: string; file: string; text: string }
+
+export interface ShareFinding { between: [string, string]; kind: 'reference' | 'line' | 'function'; detail: string }
+
+/** Lines too generic to mean shared logic (imports, bare keywords, the __main__ guard). */
+function substantive(line: string): boolean {
+  if (line.length < 24) return false;
+  if (/^(import |from \S+ import )/.test(line)) return false;
+  if (/^if __name__ == ["']__main__["']:$/.test(line)) return false;
+  if (/^(set -euo pipefail|#!\/bin\/bash|#!\/usr\/bin\/env python3)$/.test(line)) return false;
+  return true;
+}
+
+export function normaliseLine(line: string): string {
+  return line.replace(/#.*$/, '').replace(/\s+/g, ' ').trim();
+}
+
+const hash = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 16);
+
+function lineHashes(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const raw of text.split('\n')) {
+    const line = normaliseLine(raw);
+    // A JSON literal line is data (paths, expected values), not code.
+    if (/^\w+ = json\.loads\(r'''/.test(line)) continue;
+    if (substantive(line)) out.set(hash(line), line);
+  }
+  return out;
+}
+
+/** Bodies of Python `def`s (indentation-delimited), normalised; the name is not part of the hash. */
+function functionBodies(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^(\s*)def (\w+)\(/.exec(lines[i]);
+    if (!m) continue;
+    const indent = m[1].length;
+    const body: string[] = [];
+    for (let j = i + 1; j < lines.length; j++) {
+      if (lines[j].trim() === '') continue;
+      if (lines[j].length - lines[j].trimStart().length <= indent) break;
+      const n = normaliseLine(lines[j]);
+      if (n) body.push(n);
+    }
+    if (body.length >= 2) out.set(hash(body.join('\n')), m[2]);
+  }
+  return out;
+}
+
+export function checkNoSharedCode(components: Component[]): ShareFinding[] {
+  const findings: ShareFinding[] = [];
+  for (let i = 0; i < components.length; i++) {
+    for (let j = 0; j < components.length; j++) {
+      if (i === j) continue;
+      const [x, y] = [components[i], components[j]];
+      const stem = y.file.replace(/^.*\//, '').replace(/\.\w+$/, '');
+      if (new RegExp(`\\b${stem.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`).test(x.text)) {
+        findings.push({ between: [x.name, y.name], kind: 'reference', detail: `${x.name} names ${y.file}` });
+      }
+      if (j < i) continue;
+      const ly = lineHashes(y.text);
+      for (const [h, line] of lineHashes(x.text)) {
+        if (ly.has(h)) findings.push({ between: [x.name, y.name], kind: 'line', detail: line });
+      }
+      const fy = functionBodies(y.text);
+      for (const [h, name] of functionBodies(x.text)) {
+        if (fy.has(h)) findings.push({ between: [x.name, y.name], kind: 'function', detail: `${x.name}:${name} = ${y.name}:${fy.get(h)}` });
+      }
+    }
+  }
+  return findings;
+}

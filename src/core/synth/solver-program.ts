@@ -1,0 +1,148 @@
+/**
+ * The reference solver: solution.sh writes a pipeline (ref_pipeline.py) and runs it stage by stage,
+ * then installs the entry point the instruction asks for. Each stage is a separate step so gates can
+ * check that Φ rises along the reference solution. Written independently of grader and verifier.
+ */
+export const SOLVER_STAGES = ['clean', 'enriched', 'report', 'summary'] as const;
+
+export function solverPipeline(configJson: string): string {
+  return `"""Reference pipeline. Usage: ref_pipeline.py INPUT_DIR OUTPUT_DIR [clean|enriched|report|summary]"""
+import csv
+import json
+import os
+import sqlite3
+import sys
+
+CFG = json.loads(r'''${configJson}''')
+ORDER = ["clean", "enriched", "report", "summary"]
+
+
+def records_of(path):
+    suffix = path.rsplit(".", 1)[-1]
+    with open(path, encoding="utf-8", newline="") as src:
+        if suffix in ("csv", "tsv"):
+            return list(csv.DictReader(src, delimiter="\\t" if suffix == "tsv" else ","))
+        if suffix == "jsonl":
+            return [json.loads(raw) for raw in src if raw.strip()]
+        return [dict(pair.split("=", 1) for pair in raw.split()) for raw in src if raw.strip()]
+
+
+def facts_of(base):
+    folder = os.path.join(base, CFG["shard_dir"])
+    with open(os.path.join(folder, CFG["index"]), encoding="utf-8", newline="") as src:
+        parts = sorted((entry[CFG["fact"]["partition"]], entry["file"]) for entry in csv.DictReader(src, delimiter="\\t"))
+    keys = CFG["fact"]
+    known, kept = set(), []
+
+    def admit(record, label):
+        record = {CFG["renames"].get(k, k): v for k, v in record.items()}
+        ident = str(record[keys["id"]])
+        if ident not in known:
+            known.add(ident)
+            kept.append((label, ident, str(record[keys["a"]]), str(record[keys["b"]]), int(record[keys["amount"]])))
+
+    for label, name in parts:
+        for record in records_of(os.path.join(folder, name)):
+            admit(record, label)
+    late = os.path.join(folder, "late")
+    if os.path.isdir(late):
+        for name in sorted(os.listdir(late)):
+            if name.endswith(".jsonl"):
+                for record in records_of(os.path.join(late, name)):
+                    admit(record, record[keys["partition"]])
+    kept.sort(key=lambda item: (item[0], item[1]))
+    return kept
+
+
+def regions_of(base):
+    dim = CFG["dim_a"]
+    with open(os.path.join(base, dim["file"]), encoding="utf-8", newline="") as src:
+        rows = list(csv.DictReader(src)) if dim["format"] == "csv" else json.load(src)
+    return {str(row[dim["id"]]): str(row[dim["group"]]) for row in rows}
+
+
+def catalog_of(base):
+    dim = CFG["dim_b"]
+    location = os.path.join(base, dim["file"])
+    if dim["format"] == "sql":
+        link = sqlite3.connect(location)
+        try:
+            rows = link.execute(f'SELECT {dim["id"]}, {dim["category"]}, {dim["unit"]} FROM {dim["table"]}').fetchall()
+        finally:
+            link.close()
+    else:
+        with open(location, encoding="utf-8", newline="") as src:
+            rows = [(r[dim["id"]], r[dim["category"]], r[dim["unit"]]) for r in csv.DictReader(src, delimiter="\\t")]
+    return {str(code): (str(kind).strip().lower(), int(unit)) for code, kind, unit in rows}
+
+
+def emit(path, header, rows):
+    with open(path, "w", encoding="utf-8", newline="") as sink:
+        out = csv.writer(sink, lineterminator="\\n")
+        out.writerow(header)
+        out.writerows(rows)
+
+
+def run(base, target, last):
+    os.makedirs(target, exist_ok=True)
+    depth = ORDER.index(last)
+    names, keys = CFG["outputs"], CFG["fact"]
+    facts = facts_of(base)
+    emit(os.path.join(target, names["clean"]), [keys["id"], keys["a"], keys["b"], keys["amount"], keys["partition"]],
+         [[i, a, b, n, label] for label, i, a, b, n in facts])
+    if depth < 1:
+        return
+    regions, catalog = regions_of(base), catalog_of(base)
+    joined = [(i, label, regions[a], catalog[b][0], n * catalog[b][1]) for label, i, a, b, n in facts]
+    emit(os.path.join(target, names["enriched"]), CFG["enriched_header"], [list(j) for j in joined])
+    if depth < 2:
+        return
+    buckets = {}
+    for _, _, region, kind, value in joined:
+        count, total = buckets.get((region, kind), (0, 0))
+        buckets[(region, kind)] = (count + 1, total + value)
+    table = [[region, kind, c, t] for (region, kind), (c, t) in sorted(buckets.items())]
+    emit(os.path.join(target, names["report"]), CFG["report_header"], table)
+    if depth < 3:
+        return
+    overview = {"records": len(facts), "partitions": len({f[0] for f in facts}),
+                "total": sum(row[3] for row in table), "groups": len(table)}
+    with open(os.path.join(target, names["summary"]), "w", encoding="utf-8") as sink:
+        sink.write(json.dumps(overview, indent=2) + "\\n")
+
+
+if __name__ == "__main__":
+    run(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "summary")
+`;
+}
+
+export interface SolverStep { name: string; script: string }
+
+/** The steps of solution.sh (each runs after the prelude, in a fresh bash). */
+export function solverSteps(configJson: string): SolverStep[] {
+  const run = (stage: string) => `python3 "$APP/ref_pipeline.py" "$APP/data" "$APP/out" ${stage}`;
+  return [
+    { name: 'clean', script: [`mkdir -p "$APP/out"`, `cat > "$APP/ref_pipeline.py" <<'TBRL_PIPELINE'`, solverPipeline(configJson).replace(/\n$/, ''), 'TBRL_PIPELINE', run('clean')].join('\n') },
+    { name: 'enriched', script: run('enriched') },
+    { name: 'report', script: run('report') },
+    { name: 'summary', script: run('summary') },
+    {
+      name: 'pipeline',
+      script: [
+        `cat > "$APP/pipeline.sh" <<'TBRL_ENTRY'`,
+        '#!/bin/bash',
+        '# Usage: pipeline.sh INPUT_DIR OUTPUT_DIR',
+        'set -euo pipefail',
+        'exec python3 "$(dirname "$(readlink -f "$0")")/ref_pipeline.py" "$1" "$2" summary',
+        'TBRL_ENTRY',
+        'chmod +x "$APP/pipeline.sh"',
+      ].join('\n'),
+    },
+  ];
+}
+
+export const SOLVER_PRELUDE = ['#!/bin/bash', '# Reference solution (tbrl synth): a pipeline run stage by stage, then its entry point.', 'set -euo pipefail', 'APP="${TBRL_APP:-/app}"'].join('\n');
+
+export function solutionScript(steps: SolverStep[]): string {
+  return [SOLVER_PRELUDE, ...steps.map((s) => `# tbrl-step: ${s.name}\n${s.script}`)].join('\n') + '\n';
+}
