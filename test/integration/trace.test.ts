@@ -148,10 +148,55 @@ describe('tracing commands in a real container', () => {
     assert.doesNotMatch(r.output, /__TBRL_TRACE_PID__/);
   });
 
+  it('a timeout kills the command, and the next command is traced again', async () => {
+    const slow = await sb.exec('sleep 30', { trace: true, timeoutMs: 1500 });
+    assert.equal(slow.timedOut, true);
+    const next = await sb.exec('cat /app/notes.txt', { trace: true });
+    assert.equal(next.exitCode, 0);
+    assert.deepEqual(next.trace?.reads, ['/app/notes.txt']);
+  });
+
+  it('after `exit` a new shell is traced too', async () => {
+    await sb.exec('exit 3', { trace: true });
+    const next = await sb.exec('cat /app/notes.txt', { trace: true });
+    assert.equal(next.exitCode, 0, next.output);
+    assert.equal(next.output, 'one\nTWO\nthree\n');
+    const again = await sb.exec('cat /app/conf.ini', { trace: true });
+    assert.deepEqual(again.trace?.reads, ['/app/conf.ini']);
+  });
+
+  it('a checkpoint carries the traced shell\'s cwd and exported environment', async () => {
+    await sb.exec('cd /srv/data && export TRACE_CP_VAR=kept');
+    const cp = await sb.checkpoint(1);
+    try {
+      assert.equal(cp.cwd, '/srv/data');
+      assert.equal(cp.env.TRACE_CP_VAR, 'kept');
+    } finally {
+      await provider.removeCheckpoint(cp);
+      await sb.exec('cd /');
+    }
+  });
+
   it('untraced execs pass through untouched', async () => {
     const r = await sb.exec('echo plain');
     assert.equal(r.output, 'plain\n');
     assert.equal(r.trace, undefined);
+  });
+});
+
+describe('attach mode (strace -p from the helper, the fallback when shell mode cannot start)', () => {
+  it('traces writes and reads of the sandbox\'s own shell', async () => {
+    const plain = await provider.create({ image: { kind: 'image', image: 'tbrl-standin/python:3' }, runId: `test-trace-attach-${process.pid}` });
+    const sb3 = await createTracedSandbox(plain, { mode: 'attach' });
+    try {
+      assert.match(sb3.info.tracing.method ?? '', /helper container/);
+      const w = await sb3.exec('cd /tmp && printf "1\\n2\\n3\\n" > three.txt', { trace: true });
+      assert.deepEqual(w.trace?.writes, [{ path: '/tmp/three.txt', hunks: [{ oldStart: 0, oldLines: 0, newStart: 1, newLines: 3 }], linesAfter: 3, created: true }]);
+      const r = await sb3.exec('wc -l three.txt', { trace: true });
+      assert.deepEqual(r.trace?.reads, ['/tmp/three.txt']);
+    } finally {
+      await sb3.close();
+    }
   });
 });
 

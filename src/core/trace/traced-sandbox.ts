@@ -14,6 +14,7 @@ import type { CommandTrace, VerifierTrace } from './types';
 import { TraceWindows, type TraceWindow } from './windows';
 import { BatchReader } from './batch-reader';
 import { ansiCQuote } from '../sandbox/bash-quote';
+import { CONTAINER_FIFO, StraceShell } from './strace-shell';
 
 export interface TracedSandboxOptions {
   /** Docker client; defaults to DOCKER_HOST or /var/run/docker.sock like the sandbox. */
@@ -33,6 +34,16 @@ export interface TracedSandboxOptions {
   settle?: { quietMs: number; maxMs: number } | false;
   /** Trace lines through a host FIFO (default) or dockerd's exec stream (`false`; also the automatic fallback). */
   fifo?: boolean;
+  /**
+   * `shell` (default): a shell started under strace inside the task container (strace copied in
+   * from the helper image), so --seccomp-bpf limits stops to the traced syscalls. `attach`: strace
+   * in the helper attaches to the sandbox's own shell with -p (no seccomp: ~3x slower on
+   * process-heavy commands, but nothing is copied into the container). Shell mode falls back to
+   * attach when it cannot start.
+   */
+  mode?: 'shell' | 'attach';
+  /** Output cap for the traced shell in shell mode (the sandbox's own cap is not visible here). */
+  maxOutputBytes?: number;
   /** Off: pass everything through and report tracing as disabled. */
   enabled?: boolean;
 }
@@ -46,6 +57,7 @@ export interface TracedSandbox extends Sandbox {
 }
 
 const METHOD = 'strace via helper container (--pid=container, SYS_PTRACE)';
+const SHELL_METHOD = 'strace --seccomp-bpf as the parent of the shell (copied in from the helper image)';
 const PID_TAG = '__TBRL_TRACE_PID__ ';
 /**
  * Runs a command between two marker opens inside the shell process. The sandbox already evaluates
@@ -80,8 +92,20 @@ export async function createTracedSandbox(inner: Sandbox, options: TracedSandbox
   let helper: StraceHelper | undefined;
   try {
     helper = await StraceHelper.start(docker, inner.info.containerId, { image: options.tracerImage, fifo: options.fifo });
-    const engine = await TraceEngine.start(inner, helper, docker, options);
-    return new Traced(inner, engine, { available: true, method: `${METHOD}; lines via ${helper.transport}` });
+    let shell: StraceShell | undefined;
+    let shellFailure = '';
+    if ((options.mode ?? 'shell') === 'shell') {
+      const h = helper;
+      shell = await StraceShell.start(inner, docker, h, { maxOutputBytes: options.maxOutputBytes, beforeSpawn: () => h.relay(CONTAINER_FIFO, () => undefined) })
+        .catch((err: Error) => {
+          shellFailure = `; shell mode unavailable (${err.message.split('\n')[0]})`;
+          h.detach();
+          return undefined;
+        });
+    }
+    const engine = await TraceEngine.start(inner, helper, docker, options, shell);
+    const method = shell ? SHELL_METHOD : METHOD;
+    return new Traced(inner, engine, { available: true, method: `${method}; lines via ${helper.transport}${shellFailure}` });
   } catch (err) {
     await helper?.remove();
     const reason = err instanceof TracerUnavailable ? err.reason : `tracer failed to start: ${(err as Error).message}`;
@@ -105,9 +129,13 @@ class TraceEngine {
   /** Background-job output the marker execs received; handed to the caller with the next result. */
   stray = '';
 
+  /** Shell mode: the shell's pid, learned from the shell itself. */
+  private pid = 0;
+
   private constructor(
     private readonly inner: Sandbox,
     private readonly helper: StraceHelper,
+    readonly straceShell: StraceShell | undefined,
     private windows: TraceWindows,
     readonly history: FileHistory,
     private readonly reader: BatchReader | undefined,
@@ -115,12 +143,12 @@ class TraceEngine {
     private readonly options: TracedSandboxOptions,
   ) {}
 
-  static async start(inner: Sandbox, helper: StraceHelper, docker: Docker, options: TracedSandboxOptions): Promise<TraceEngine> {
+  static async start(inner: Sandbox, helper: StraceHelper, docker: Docker, options: TracedSandboxOptions, shell?: StraceShell): Promise<TraceEngine> {
     const log = options.logPath ? new RotatingLog(options.logPath, options.maxLogBytes ?? 32 * 1024 * 1024) : undefined;
     // Without the batch reader, written files are read one archive call each: slower, same result.
     const reader = await BatchReader.start(helper.container).catch(() => undefined);
     const history = new FileHistory(docker, inner.info.image, (p) => inner.getArchive(p), reader, helper.container.id);
-    const engine = new TraceEngine(inner, helper, new TraceWindows(0, '/', 0), history, reader, log, options);
+    const engine = new TraceEngine(inner, helper, shell, new TraceWindows(0, '/', 0), history, reader, log, options);
     // The baseline container is needed at the first write of a file never seen; start it now.
     history.warm();
     await engine.attachToShell();
@@ -128,7 +156,12 @@ class TraceEngine {
   }
 
   get shellPid(): number {
-    return this.helper.tracedPid ?? 0;
+    return this.straceShell ? this.pid : (this.helper.tracedPid ?? 0);
+  }
+
+  /** Every command of the traced sandbox, traced or not, goes to the shell being traced. */
+  run(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    return this.straceShell ? this.straceShell.run(command, options) : this.inner.exec(command, options);
   }
 
   /**
@@ -137,7 +170,7 @@ class TraceEngine {
    * command costs one round trip like an untraced one.
    */
   private async attachToShell(): Promise<void> {
-    const r = await this.inner.exec(`${TRACED_FN}\nbuiltin printf '\\n${PID_TAG}%s %s\\n' "$$" "$PWD"`, { timeoutMs: 10_000 });
+    const r = await this.run(`${TRACED_FN}\nbuiltin printf '\\n${PID_TAG}%s %s\\n' "$$" "$PWD"`, { timeoutMs: 10_000 });
     const m = new RegExp(`\\n${PID_TAG}(\\d+) (.*)\\n`).exec(`\n${r.output}`);
     if (!m) throw new TracerUnavailable(`the shell did not report its pid (got ${JSON.stringify(r.output.slice(0, 80))})`);
     const pid = Number(m[1]);
@@ -145,15 +178,21 @@ class TraceEngine {
     // Proves lines flow end to end; a FIFO shared with a daemon inside a VM never carries any.
     for (;;) {
       const windows = new TraceWindows(pid, m[2], this.options.maxEventsPerCommand ?? 200_000, this.log);
-      await this.helper.attach(pid, (line) => windows.onLine(line));
-      await this.inner.exec(`: 2>/dev/null <${markPath(0, 'begin')}; : 2>/dev/null <${markPath(0, 'end')}`, { timeoutMs: 10_000 });
+      if (this.straceShell) {
+        this.pid = pid;
+        this.helper.retarget((line) => windows.onLine(line));
+      } else {
+        await this.helper.attach(pid, (line) => windows.onLine(line));
+      }
+      await this.run(`: 2>/dev/null <${markPath(0, 'begin')}; : 2>/dev/null <${markPath(0, 'end')}`, { timeoutMs: 10_000 });
       if (await windows.waitForEnd(0, 3000)) {
         this.windows = windows;
         return;
       }
       if (this.helper.transport !== 'fifo') throw new TracerUnavailable('strace attached to the shell but no trace lines arrived');
-      this.helper.detach();
       this.helper.dropFifo();
+      if (this.straceShell) await this.helper.relay(CONTAINER_FIFO, (line) => windows.onLine(line));
+      else this.helper.detach();
     }
   }
 
@@ -172,7 +211,7 @@ class TraceEngine {
         begin = await this.mark(n, 'begin');
         pid = begin.pid;
       }
-      result = await this.inner.exec(command, options);
+      result = await this.run(command, options);
       const end = await this.mark(n, 'end');
       this.stray += end.stray;
       if (end.pid === pid) window = await this.windows.waitForEnd(n, endTimeout);
@@ -180,7 +219,7 @@ class TraceEngine {
     } else {
       // A respawned shell (the agent typed `exit`) lacks the function: the command still runs, untraced.
       const quoted = ansiCQuote(command);
-      result = await this.inner.exec(`if builtin declare -F __tbrl_traced >/dev/null 2>&1; then __tbrl_traced ${n} ${quoted}; else builtin eval ${quoted}; fi`, options);
+      result = await this.run(`if builtin declare -F __tbrl_traced >/dev/null 2>&1; then __tbrl_traced ${n} ${quoted}; else builtin eval ${quoted}; fi`, options);
       window = await this.windows.waitForEnd(n, result.timedOut ? 1000 : Math.min(2000, endTimeout));
       if (!window) {
         // A timeout or `exit` may have restarted the shell, or the command left the function early (`return`).
@@ -241,7 +280,7 @@ class TraceEngine {
    * (it belongs to the caller's next command, as in a terminal).
    */
   private async mark(n: number, phase: 'begin' | 'end'): Promise<{ pid: number; stray: string }> {
-    const r = await this.inner.exec(`: 2>/dev/null <${markPath(n, phase)}; builtin printf '\\n${PID_TAG}%s\\n' "$$"`, { timeoutMs: 10_000 });
+    const r = await this.run(`: 2>/dev/null <${markPath(n, phase)}; builtin printf '\\n${PID_TAG}%s\\n' "$$"`, { timeoutMs: 10_000 });
     return parsePidReply(r.output);
   }
 
@@ -250,6 +289,7 @@ class TraceEngine {
   }
 
   async close(): Promise<void> {
+    this.straceShell?.close();
     this.reader?.close();
     await this.helper.remove();
     await this.history.close();
@@ -274,7 +314,7 @@ class Traced implements TracedSandbox {
     // Marker, command and marker must not interleave with another caller's command.
     const job = this.queue.then(async () => {
       if (options.trace && this.engine) return this.engine.exec(command, options);
-      const result = await this.inner.exec(command, options);
+      const result = await (this.engine ? this.engine.run(command, options) : this.inner.exec(command, options));
       if (this.engine?.stray) {
         result.output = this.engine.stray + result.output;
         this.engine.stray = '';
@@ -299,11 +339,12 @@ class Traced implements TracedSandbox {
   }
 
   async writeFile(path: string, content: Buffer | string, mode?: number): Promise<void> {
-    await this.inner.writeFile(path, content, mode);
-    // A file action's write is the "before" of the next traced command touching the file.
+    // Relative paths are relative to the shell the agent uses, which in shell mode is ours.
     const cwd = this.engine?.shellCwd();
-    const abs = posix.isAbsolute(path) ? path : cwd ? posix.join(cwd, path) : undefined;
-    if (abs && this.engine) this.engine.history.remember(posix.normalize(abs), typeof content === 'string' ? Buffer.from(content, 'utf8') : content);
+    const abs = posix.isAbsolute(path) ? posix.normalize(path) : cwd ? posix.join(cwd, path) : undefined;
+    await this.inner.writeFile(abs ?? path, content, mode);
+    // A file action's write is the "before" of the next traced command touching the file.
+    if (abs && this.engine) this.engine.history.remember(abs, typeof content === 'string' ? Buffer.from(content, 'utf8') : content);
   }
 
   putArchive(tar: Readable | Buffer, destDir: string): Promise<void> {
@@ -314,8 +355,13 @@ class Traced implements TracedSandbox {
     return this.inner.getArchive(path);
   }
 
-  checkpoint(step: number): Promise<Checkpoint> {
-    return this.inner.checkpoint(step);
+  async checkpoint(step: number): Promise<Checkpoint> {
+    const checkpoint = await this.inner.checkpoint(step);
+    // In shell mode the agent's cwd and environment live in the traced shell, not the sandbox's.
+    const shell = this.engine?.straceShell;
+    if (!shell) return checkpoint;
+    const state = await shell.state();
+    return { ...checkpoint, cwd: state.cwd, env: state.env };
   }
 
   async close(): Promise<void> {
