@@ -11,6 +11,7 @@ import { newTaskCommand } from './new-task';
 import { gcCommand } from './gc';
 import { trainCommands } from './train';
 import { envServerCommand } from './env-server';
+import { synthCommand } from './synth';
 
 /** Every `tbrl` sub-command. Adding one is one file and one line here. */
 export const commands: CliCommand[] = [
@@ -26,4 +27,5 @@ export const commands: CliCommand[] = [
   gcCommand,
   ...trainCommands,
   envServerCommand,
+  synthCommand,
 ];

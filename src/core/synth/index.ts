@@ -1,0 +1,14 @@
+export { Prng } from './prng';
+export * from './types';
+export { DOMAINS, domainByName, DATA_ENGINEERING, LOG_FORENSICS } from './domains';
+export { drawWorld, checkInvariants, FAULT_ORDER, type FaultSpec, type Draw } from './world';
+export { compileWorkflow, type Workflow, type Stage } from './dag';
+export { renderWorld, parseWorld } from './render';
+export { applyFault, revertFault, applyFaults, revertFaults } from './faults';
+export { checkContract, gatedCredit, potential, pprsReward, PPRS_LAMBDA, type ProgressContract, type ContractNode, type PprsReward } from './contract';
+export { synthesize, type SynthesizedTask, type SynthOptions, type CoverageLabels } from './generate';
+export { runGates, staticGates, type GateReport, type GateResult } from './gates';
+export { checkNoSharedCode } from './noshare';
+export { buildProbes } from './probes';
+export { writeSynthesizedTask, PROGRESS_CONTRACT_FILE } from './write';
+export { evaluateProgress, loadProgressContract, progressContractPath, type ProgressEvaluation } from './progress';
