@@ -57,9 +57,14 @@ describe('tbrl validate with Docker', () => {
       ].join('\n'),
     );
 
+    // Weights that name a test that does not exist.
+    const badWeights = join(scratch, 'bad-weights');
+    await scaffoldTask(badWeights);
+    writeFileSync(join(badWeights, 'test_weights.json'), '{"test_greeting_exists": 0.5, "test_greeting_colour": 0.5}\n');
+
     const events: ValidationProgress[] = [];
-    const results = await validateTasks([EXAMPLE, trivial, wrong, harbor, yamlOracle], { provider, concurrency: 2, onProgress: (e) => events.push(e) });
-    const [example, trivialR, wrongR, harborR, yamlR] = results;
+    const results = await validateTasks([EXAMPLE, trivial, wrong, harbor, yamlOracle, badWeights], { provider, concurrency: 2, onProgress: (e) => events.push(e) });
+    const [example, trivialR, wrongR, harborR, yamlR, weightsR] = results;
 
     assert.equal(example.valid, true, example.problems.join('\n'));
     assert.equal(example.build.status, 'passed');
@@ -87,8 +92,14 @@ describe('tbrl validate with Docker', () => {
     assert.equal(yamlR.valid, true, yamlR.problems.join('\n'));
     assert.equal(yamlR.oracle.score, 1);
 
+    assert.equal(weightsR.valid, false);
+    assert.equal(weightsR.static.status, 'failed');
+    assert.match(weightsR.problems.join('\n'), /weights: weight 'test_greeting_colour' names no test function/);
+    // The weighted test that never runs counts as failed, so even the oracle cannot reach 1.
+    assert.equal(weightsR.oracle.status, 'failed');
+
     // Progress: every task started and finished once, with stage events in between.
-    assert.equal(events.filter((e) => e.type === 'done').length, 5);
+    assert.equal(events.filter((e) => e.type === 'done').length, 6);
     const oracleStage = (path: string) => events.find((e) => e.type === 'stage' && e.stage === 'oracle' && e.path === path);
     // The reference solution runs through the agent loop, except where solution.yaml needs non-blocking keys.
     assert.match(JSON.stringify(oracleStage(EXAMPLE)), /oracle policy through the agent loop/);
