@@ -2,7 +2,7 @@
 // compileall and zipapp, grep/find/wc around it, edit it with sed, run its tests with pytest, start
 // and query a local server) in tbrl-standin/python:3, untraced and traced, in the same run: two
 // sandboxes side by side run each command back to back, so drift on the shared machine hits both.
-// Run: node --import tsx bench/trace.bench.ts [--rounds N] [--check]   (--check: exit 1 if ratio > 1.5)
+// Run: node --import tsx bench/trace.bench.ts [--rounds N] [--mode shell|attach] [--check]   (--check: exit 1 if ratio > 1.5)
 import { performance } from 'node:perf_hooks';
 import { createDockerProvider, type Sandbox } from '../src/core/sandbox/index';
 import { createTracedSandbox } from '../src/core/trace/index';
@@ -88,14 +88,14 @@ interface Side {
  * Both sandboxes live at once and run command i back to back (order alternating per command), so
  * load from the rest of the machine hits both sides alike; the trajectory's sum is compared.
  */
-async function lockstep(round: number): Promise<{ u: Side; t: Side; setupU: number; setupT: number }> {
+async function lockstep(round: number, mode: 'shell' | 'attach'): Promise<{ u: Side; t: Side; setupU: number; setupT: number }> {
   const provider = createDockerProvider();
   let t0 = performance.now();
   const plain = await provider.create({ image: { kind: 'image', image: 'tbrl-standin/python:3' }, runId: `bench-trace-u-${process.pid}-${round}` });
   const setupU = performance.now() - t0;
   t0 = performance.now();
   const innerT = await provider.create({ image: { kind: 'image', image: 'tbrl-standin/python:3' }, runId: `bench-trace-t-${process.pid}-${round}` });
-  const traced = await createTracedSandbox(innerT);
+  const traced = await createTracedSandbox(innerT, { mode });
   const setupT = performance.now() - t0;
   const u: Side = { sandbox: plain, ms: 0, perCommand: [], failures: 0, writes: 0, reads: 0 };
   const t: Side = { sandbox: traced, ms: 0, perCommand: [], failures: 0, writes: 0, reads: 0 };
@@ -124,6 +124,7 @@ async function lockstep(round: number): Promise<{ u: Side; t: Side; setupU: numb
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const rounds = Number(args[args.indexOf('--rounds') + 1]) || 2;
+  const mode = args.includes('--mode') && args[args.indexOf('--mode') + 1] === 'attach' ? 'attach' : 'shell';
   let untracedMs = 0;
   let tracedMs = 0;
   let setupU = 0;
@@ -131,7 +132,7 @@ async function main(): Promise<void> {
   const cmds = trajectory();
   const worst: { i: number; ratio: number; u: number; t: number }[] = [];
   for (let round = 0; round < rounds; round++) {
-    const r = await lockstep(round);
+    const r = await lockstep(round, mode);
     console.log(`round ${round}: untraced ${r.u.ms.toFixed(0)} ms, traced ${r.t.ms.toFixed(0)} ms for 50 commands (${r.u.failures}/${r.t.failures} non-zero exits; traced ${r.t.writes} file writes, ${r.t.reads} reads)`);
     untracedMs += r.u.ms;
     tracedMs += r.t.ms;
@@ -143,7 +144,7 @@ async function main(): Promise<void> {
   worst.sort((a, b) => b.t - b.u - (a.t - a.u));
   console.log('largest absolute overheads:');
   for (const w of worst.slice(0, 5)) console.log(`  +${(w.t - w.u).toFixed(0)} ms (${w.u.toFixed(0)} -> ${w.t.toFixed(0)} ms) ${cmds[w.i].split('\n')[0].slice(0, 70)}`);
-  console.log(`| trajectory (50 commands, mean of ${rounds}) | untraced ${(untracedMs / rounds).toFixed(0)} ms | traced ${(tracedMs / rounds).toFixed(0)} ms | ratio ${ratio.toFixed(2)} |`);
+  console.log(`| trajectory (50 commands, mean of ${rounds}, ${mode} mode) | untraced ${(untracedMs / rounds).toFixed(0)} ms | traced ${(tracedMs / rounds).toFixed(0)} ms | ratio ${ratio.toFixed(2)} |`);
   console.log(`| sandbox setup | untraced ${(setupU / rounds).toFixed(0)} ms | traced ${(setupT / rounds).toFixed(0)} ms (incl. helper container + strace attach) |`);
   if (args.includes('--check') && ratio > 1.5) {
     console.error(`tracing overhead ratio ${ratio.toFixed(2)} exceeds 1.5`);
