@@ -1,7 +1,7 @@
 // Bundles the three front ends. The extension keeps `vscode` external (the host provides it);
 // native optional deps of dockerode's ssh transport are left out because VS Code's runtime cannot load them.
 import * as esbuild from 'esbuild';
-import { chmodSync, mkdirSync, cpSync, existsSync } from 'node:fs';
+import { chmodSync, mkdirSync, cpSync, existsSync, readdirSync } from 'node:fs';
 
 const watch = process.argv.includes('--watch');
 const common = {
@@ -17,11 +17,14 @@ const common = {
 };
 
 const builds = [
-  { ...common, entryPoints: ['src/extension/extension.ts'], outfile: 'dist/extension.js', external: [...common.external, 'vscode'] },
+  // The .vsix has no node_modules: ssh2 (required by docker-modem at load) is replaced by a stand-in that explains itself.
+  { ...common, entryPoints: ['src/extension/extension.ts'], outfile: 'dist/extension.js', external: ['cpu-features', 'bufferutil', 'utf-8-validate', 'vscode'], alias: { ssh2: './src/extension/ssh2-unavailable.ts' } },
   { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
 ];
-if (existsSync('webview/main.ts')) {
-  builds.push({ entryPoints: ['webview/main.ts'], outfile: 'dist/webview.js', bundle: true, platform: 'browser', format: 'iife', target: 'es2022', sourcemap: true, logLevel: 'warning' });
+// One browser bundle per webview app (webview/<app>/main.ts -> dist/webview/<app>.js); d3 is bundled in.
+for (const app of existsSync('webview') ? readdirSync('webview') : []) {
+  if (!existsSync(`webview/${app}/main.ts`)) continue;
+  builds.push({ entryPoints: [`webview/${app}/main.ts`], outfile: `dist/webview/${app}.js`, bundle: true, platform: 'browser', format: 'iife', target: 'es2022', sourcemap: true, minify: !watch, logLevel: 'warning' });
 }
 
 mkdirSync('dist', { recursive: true });

@@ -1,8 +1,45 @@
 import * as vscode from 'vscode';
+import { readSettings, type TbrlSettings } from './settings';
+import { registerDebugger } from './debug/register';
+import { DebugTracker } from './debug/tracker';
+import { registerCommands } from './commands/index';
+import { TasksProvider } from './views/tasks';
+import { RunsProvider } from './views/runs';
 
 export function activate(context: vscode.ExtensionContext): void {
   const output = vscode.window.createOutputChannel('TBRL Studio', { log: true });
   context.subscriptions.push(output);
+
+  let cached: TbrlSettings | undefined;
+  const settings = (): TbrlSettings => {
+    if (cached) return cached;
+    const config = vscode.workspace.getConfiguration('tbrl');
+    const { settings: s, problems } = readSettings((k) => config.get(k));
+    for (const p of problems) output.warn(p);
+    // The core's Docker client reads DOCKER_HOST; the setting is the editor's way to set it.
+    if (s.docker.socketPath) process.env.DOCKER_HOST = s.docker.socketPath.includes('://') ? s.docker.socketPath : `unix://${s.docker.socketPath}`;
+    return (cached = s);
+  };
+  context.subscriptions.push(vscode.workspace.onDidChangeConfiguration((e) => {
+    if (e.affectsConfiguration('tbrl')) cached = undefined;
+  }));
+
+  const tracker = new DebugTracker();
+  const tasks = new TasksProvider();
+  const runs = new RunsProvider(() => settings().runsDir);
+  context.subscriptions.push(
+    tracker,
+    vscode.window.registerTreeDataProvider('tbrl.tasks', tasks),
+    vscode.window.registerTreeDataProvider('tbrl.runs', runs),
+    vscode.debug.onDidTerminateDebugSession((s) => s.type === 'tbrl' && runs.refresh()),
+  );
+  const watcher = vscode.workspace.createFileSystemWatcher('**/{task.yaml,task.toml,trajectory.jsonl}');
+  watcher.onDidCreate(() => (tasks.refresh(), runs.refresh()));
+  watcher.onDidDelete(() => (tasks.refresh(), runs.refresh()));
+  context.subscriptions.push(watcher);
+
+  registerDebugger(context, settings);
+  registerCommands({ extension: context, output, settings, tasks, runs, tracker });
   output.info('TBRL Studio activated');
 }
 

@@ -1,0 +1,16 @@
+import * as vscode from 'vscode';
+import type { CommandContext, CommandDef } from './context';
+import { openTrajectory } from './open-trajectory';
+import { runAgent } from './run-agent';
+import { showTraceGraph } from './show-trace-graph';
+import { newTask } from './new-task';
+import { validateTask } from './validate-task';
+import { decide } from './decide';
+import { filterRuns, openTaskInstruction, refreshRuns, refreshTasks, setApiKey } from './misc';
+
+/** Every command of the extension; package.json's contributes.commands lists the same ids (a unit test checks). */
+export const COMMANDS: readonly CommandDef[] = [runAgent, openTrajectory, showTraceGraph, newTask, validateTask, decide, setApiKey, refreshTasks, refreshRuns, filterRuns, openTaskInstruction];
+
+export function registerCommands(ctx: CommandContext): void {
+  for (const c of COMMANDS) ctx.extension.subscriptions.push(vscode.commands.registerCommand(c.id, (...args: unknown[]) => c.run(ctx, ...args)));
+}
