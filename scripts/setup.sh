@@ -80,4 +80,32 @@ if ! ray_ok; then
 fi
 log "ray $RAY_VERSION ready in $RAY_VENV (scripts/ray.sh start|stop runs a local head)"
 # --- end of Python + Ray section ---
+# --- code-server + Chromium for the extension e2e tests (owned by the extension work; keep together) ---
+# VS Code desktop cannot be downloaded here; code-server 4.100.3 (VS Code 1.100 on Node 20) comes from
+# npm. Its postinstall fetches ripgrep from the internet, so the install runs with --ignore-scripts and
+# ripgrep comes from Debian. Cached under ~/.cache/tbrl/code-server: a re-run only checks the binary.
+CODE_SERVER_VERSION=4.100.3
+CODE_SERVER_DIR="${TBRL_CODE_SERVER_DIR:-$HOME/.cache/tbrl/code-server}"
+code_server_ok() { [ -x "$CODE_SERVER_DIR/node_modules/.bin/code-server" ] && [ -f "$CODE_SERVER_DIR/.tbrl-ready-$CODE_SERVER_VERSION" ]; }
+apt_install chromium ripgrep libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev pkg-config
+if ! code_server_ok; then
+  log "installing code-server $CODE_SERVER_VERSION into $CODE_SERVER_DIR (a few minutes, once)"
+  mkdir -p "$CODE_SERVER_DIR"
+  (
+    set -e
+    cd "$CODE_SERVER_DIR"
+    [ -f package.json ] || echo '{"name":"tbrl-code-server","private":true}' > package.json
+    npm install --no-audit --no-fund --ignore-scripts "code-server@$CODE_SERVER_VERSION"
+    npm rebuild argon2
+    cd node_modules/code-server/lib/vscode
+    npm install --no-audit --no-fund --omit=dev --ignore-scripts
+    mkdir -p node_modules/@vscode/ripgrep/bin && cp "$(command -v rg)" node_modules/@vscode/ripgrep/bin/rg
+    npm_config_yes=true npm rebuild
+    ln -sfn node_modules node_modules.asar
+    (cd extensions && npm install --no-audit --no-fund --omit=dev)
+  ) >/tmp/tbrl-code-server.log 2>&1 || { tail -30 /tmp/tbrl-code-server.log; die "code-server install failed (log above)"; }
+  touch "$CODE_SERVER_DIR/.tbrl-ready-$CODE_SERVER_VERSION"
+fi
+log "code-server $CODE_SERVER_VERSION ready ($CODE_SERVER_DIR/node_modules/.bin/code-server), chromium $(chromium --version 2>/dev/null | awk '{print $2}')"
+# --- end of code-server + Chromium section ---
 log "ready"
