@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 import traceback
@@ -169,10 +168,17 @@ def train(root: Path, preset_name: str, preset: dict, algorithm: str, extra: lis
         if why:
             raise RuntimeError(f"cannot register the DepGPO estimator: {why}")
     overrides = hydra_overrides(preset, str(parquet.parent), algorithm) + extra
-    cmd = [sys.executable, "-m", "rllm.trainer.verl.train_agent_ppo", *overrides]
-    log("launching: " + " ".join(cmd))
+    from .rllm_workflow import TbrlWorkflow, require_rllm  # noqa: E402  (rLLM present: checked above)
+
+    require_rllm()
+    from rllm.trainer.agent_trainer import AgentTrainer  # type: ignore
+
+    log("launching rLLM AgentTrainer (verl backend) with:\n  " + "\n  ".join(overrides))
     metrics.event("train-launch", preset=preset_name, algorithm=algorithm, overrides=len(overrides))
-    return subprocess.call(cmd, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])})
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [str(root), os.environ.get("PYTHONPATH", "")] if p)
+    trainer = AgentTrainer(workflow_class=TbrlWorkflow, workflow_args={"max_steps": int(preset["maxSteps"])}, config=overrides)
+    trainer.train()
+    return 0
 
 
 def main(argv: Optional[list[str]] = None) -> int:

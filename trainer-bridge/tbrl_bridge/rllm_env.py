@@ -39,9 +39,13 @@ class TbrlEnv(BaseEnv):  # type: ignore[misc,valid-type]
             self._client = EnvServerClient()
         return self._client
 
-    def reset(self) -> tuple[str, dict]:
+    def reset(self, task: Optional[dict] = None) -> tuple[str, dict]:
+        """rLLM workflows pass the dataset row's task; its extra_info.task_dir is inside the bundle."""
+        if task:
+            self.task = task_dir_of(task) or self.task
         r = self.client.reset(self.task, maxSteps=self.max_steps, **self.reset_options)
-        return r["observation"], r.get("info", {})
+        # The exact system + first user message the editor's agent sees, for the policy's prompt.
+        return r["observation"], {**r.get("info", {}), "messages": r.get("messages", [])}
 
     def step(self, action: Any) -> tuple[str, float, bool, dict]:
         text = action if isinstance(action, str) else getattr(action, "action", str(action))
@@ -63,7 +67,7 @@ class TbrlEnv(BaseEnv):  # type: ignore[misc,valid-type]
 
     @staticmethod
     def from_dict(info: dict) -> "TbrlEnv":
-        task = info.get("task_dir") or info.get("extra_info", {}).get("task_dir")
+        task = task_dir_of(info)
         if not task:
             raise ValueError("TbrlEnv.from_dict needs task_dir (the dataset's extra_info.task_dir)")
         return TbrlEnv(task=task, max_steps=int(info.get("max_steps", 50)))
@@ -72,3 +76,8 @@ class TbrlEnv(BaseEnv):  # type: ignore[misc,valid-type]
     def is_multithread_safe() -> bool:
         # Each instance owns its env-server process and container.
         return True
+
+
+def task_dir_of(task: dict) -> Optional[str]:
+    extra = task.get("extra_info") if isinstance(task.get("extra_info"), dict) else {}
+    return task.get("task_dir") or extra.get("task_dir")

@@ -7,11 +7,22 @@ export const envServerCommand: CliCommand = {
   usage: 'env-server   (then write {"jsonrpc":"2.0","id":1,"method":"reset","params":{"task":"<dir>"}} to stdin)',
   options: {},
   async run() {
-    await serveEnvironment({
-      input: process.stdin,
-      output: process.stdout,
-      log: (line) => process.stderr.write(`[env-server] ${line}\n`),
-    });
-    return 0;
+    // `ray job stop` (and a trainer shutting down) send SIGTERM: close the container before exiting.
+    const stop = new AbortController();
+    const onSignal = (): void => stop.abort();
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+    try {
+      await serveEnvironment({
+        input: process.stdin,
+        output: process.stdout,
+        log: (line) => process.stderr.write(`[env-server] ${line}\n`),
+        signal: stop.signal,
+      });
+    } finally {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+    }
+    return stop.signal.aborted ? 143 : 0;
   },
 };

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import type { CliCommand } from '../command';
 import { UsageError } from '../command';
 import { TbrlError, errorMessage } from '../../core/errors';
@@ -6,10 +6,11 @@ import type { ClusterOptions } from '../../core/trainer/connection';
 import { RayJobsClient, TERMINAL_STATUSES } from '../../core/trainer/jobs';
 import type { JobDetails } from '../../core/trainer/jobs';
 import { submitTraining } from '../../core/trainer/submit';
-import { ALGORITHMS } from '../../core/trainer/bundle';
+import { ALGORITHMS, buildBundle } from '../../core/trainer/bundle';
 import type { Algorithm } from '../../core/trainer/bundle';
 import { MetricsParser } from '../../core/trainer/metrics';
-import { loadPresets } from '../../core/trainer/presets';
+import { getPreset, loadPresets } from '../../core/trainer/presets';
+import { secretValuesFromEnv } from '../../core/trainer/secrets';
 
 type Values = Record<string, string | boolean | (string | boolean)[] | undefined>;
 
@@ -230,4 +231,37 @@ export const trainListCommand: CliCommand = {
   },
 };
 
-export const trainCommands: CliCommand[] = [trainSubmitCommand, trainStatusCommand, trainLogsCommand, trainStopCommand, trainDeleteCommand, trainListCommand];
+export const trainBundleCommand: CliCommand = {
+  name: 'train bundle',
+  summary: 'Build the job bundle without a cluster: the exact zip `train submit` would upload, to inspect or to run the entrypoint by hand',
+  usage: 'train bundle --preset P -o bundle.zip [--tasks dir,...] [--trajectories run-dir,...] [--algorithm grpo|depgpo] [--override key=value]...',
+  options: {
+    preset: { type: 'string' },
+    tasks: { type: 'string', multiple: true },
+    trajectories: { type: 'string', multiple: true },
+    algorithm: { type: 'string' },
+    override: { type: 'string', multiple: true },
+    out: { type: 'string', short: 'o' },
+  },
+  async run({ values }) {
+    const preset = values.preset as string | undefined;
+    if (!preset) throw new UsageError(`--preset is required: one of ${Object.keys(loadPresets()).join(', ')}`);
+    getPreset(preset);
+    const algorithm = ((values.algorithm as string | undefined) ?? 'grpo') as Algorithm;
+    if (!ALGORITHMS.includes(algorithm)) throw new UsageError(`--algorithm must be grpo or depgpo, not "${algorithm}"`);
+    if (typeof values.out !== 'string') throw new UsageError('-o <file.zip> is required');
+    const b = await buildBundle({
+      preset,
+      algorithm,
+      taskDirs: list(values, 'tasks'),
+      trajectories: list(values, 'trajectories'),
+      overrides: ((values.override as string[] | undefined) ?? []).map(String),
+      secrets: secretValuesFromEnv(process.env, [process.env.TBRL_RAY_TOKEN]),
+    });
+    writeFileSync(values.out, b.zip);
+    console.log(`${values.out}: ${b.packageUri} (${(b.zip.length / 1024).toFixed(1)} KiB), ${b.manifest.tasks.length} task(s), ${b.manifest.trajectories.length} trajectory(ies), ${Object.keys(b.manifest.files).length} files`);
+    return 0;
+  },
+};
+
+export const trainCommands: CliCommand[] = [trainBundleCommand, trainSubmitCommand, trainStatusCommand, trainLogsCommand, trainStopCommand, trainDeleteCommand, trainListCommand];

@@ -36,6 +36,8 @@ export interface ServeOptions {
   output: Writable;
   log?: (line: string) => void;
   provider?: SandboxProvider;
+  /** Ends serving (after the request in flight) and closes the sandbox: wired to SIGTERM by the CLI. */
+  signal?: AbortSignal;
 }
 
 export async function serveEnvironment(options: ServeOptions): Promise<void> {
@@ -46,6 +48,7 @@ export async function serveEnvironment(options: ServeOptions): Promise<void> {
   };
   const rl = createInterface({ input: options.input, crlfDelay: Infinity });
   let stopping = false;
+  options.signal?.addEventListener('abort', () => rl.close(), { once: true });
   try {
     for await (const line of rl) {
       if (!line.trim()) continue;
