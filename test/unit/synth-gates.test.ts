@@ -1,0 +1,145 @@
+/**
+ * Tev generation gates on the host (python3 + pytest, no Docker): a real task passes every gate
+ * through `tbrl synth`; deliberately broken generators are rejected — a grader that imports or
+ * copies the verifier, a reference whose Φ falls, a verifier weak enough for a probe to pass, and
+ * expected answers leaked into the agent's workspace. Written tasks are byte-identical per seed.
+ */
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { synthesize, type SynthesizedTask } from '../../src/core/synth/generate';
+import { runGates, type GateReport } from '../../src/core/synth/gates';
+import { writeSynthesizedTask } from '../../src/core/synth/write';
+import { synthCommand } from '../../src/cli/commands/synth';
+import { UsageError } from '../../src/cli/command';
+import { loadTask } from '../../src/core/tasks/load';
+
+const scratch = mkdtempSync(join(tmpdir(), 'tbrl-synth-unit-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+const gate = (r: GateReport, name: string) => r.gates.find((g) => g.name === name);
+
+function treeOf(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const e of readdirSync(d)) {
+      const p = join(d, e);
+      if (statSync(p).isDirectory()) walk(p);
+      else out[relative(dir, p)] = readFileSync(p, 'latin1') + `|mode=${(statSync(p).mode & 0o777).toString(8)}`;
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+function broken(mutate: (t: SynthesizedTask) => void): SynthesizedTask {
+  const t = synthesize({ domain: 'data-eng', tier: 'unit', seed: 4 });
+  mutate(t);
+  return t;
+}
+
+describe('tbrl synth with host gates', () => {
+  it('writes a task that passes every gate, with its contract and report', async () => {
+    const out = join(scratch, 'cli');
+    const lines: string[] = [];
+    const log = console.log;
+    console.log = (...a: unknown[]) => lines.push(a.join(' '));
+    let code: number;
+    try {
+      code = await synthCommand.run({ positionals: [out], values: { domain: 'data-eng', tier: 'unit', seed: '9', count: '1', format: 'tb' } });
+    } finally {
+      console.log = log;
+    }
+    assert.equal(code, 0, lines.join('\n'));
+    const report = JSON.parse(readFileSync(join(out, 'synth-report.json'), 'utf8'));
+    const [entry] = report.tasks;
+    assert.equal(entry.passed, true);
+    for (const name of ['round-trip', 'faults-reversible', 'share-no-code', 'no-leak', 'phi-monotone', 'phi-partial-inside', 'reference-phi-1', 'reference-passes', 'gaming-probes']) {
+      assert.equal(entry.gates.find((g: { name: string }) => g.name === name)?.passed, true, name);
+    }
+    assert.deepEqual(entry.referencePhi, [0, 0.3, 0.55, 0.75, 0.85, 1]);
+    assert.ok(entry.probes.length >= 14);
+    for (const p of entry.probes) {
+      assert.equal(p.verifierPassed, false, p.name);
+      assert.ok(p.phi < 1, `${p.name}: Φ=${p.phi}`);
+    }
+    assert.ok(entry.probes.some((p: { phi: number }) => p.phi > 0), 'some probes earn partial progress: Φ is not all-or-nothing');
+    const task = await loadTask(join(out, 'tev-data-eng-unit-s9'));
+    assert.equal(task.format, 'terminal-bench');
+    assert.deepEqual(task.testWeights, { test_outputs_exact: 0, test_entry_point_exists: 0, test_metamorphic_renamed_shards: 0, test_counterfactual_extra_record: 0, test_strict_verdict: 1 });
+    assert.ok(readFileSync(join(task.tests.dir, 'progress.json'), 'utf8').includes('"lambda": 0.25'));
+    assert.ok(task.tags.includes('tev'));
+  });
+
+  it('rejects bad arguments with a usage error', async () => {
+    await assert.rejects(synthCommand.run({ positionals: [join(scratch, 'x')], values: { domain: 'weather', tier: 'unit', seed: '1', count: '1', format: 'tb' } }), (e: unknown) => e instanceof UsageError && /data-eng/.test((e as Error).message));
+    await assert.rejects(synthCommand.run({ positionals: [join(scratch, 'x')], values: { domain: 'data-eng', tier: 'huge', seed: '1', count: '1', format: 'tb' } }), /--tier must be one of unit, small, full/);
+    await assert.rejects(synthCommand.run({ positionals: [join(scratch, 'x')], values: { domain: 'data-eng', tier: 'unit', seed: '-3', count: '1', format: 'tb' } }), /--seed must be an integer/);
+  });
+
+  it('passes the reference gates on the log-forensics domain with every fault class', async () => {
+    const t = synthesize({ domain: 'log-forensics', tier: 'small', seed: 12, faultCount: 6 });
+    const r = await runGates(t, { probes: (name) => ['kept-duplicates', 'ignored-late-arrivals', 'raw-categories', 'index-line-order', 'dropped-drifted-shard', 'replay-pipeline'].includes(name) });
+    assert.equal(r.passed, true, JSON.stringify(r.gates.filter((g) => !g.passed)));
+    assert.equal(r.probes.length, 6);
+  });
+
+  it('writes byte-identical tasks for the same seed in both formats', async () => {
+    for (const format of ['terminal-bench', 'harbor'] as const) {
+      const a = join(scratch, `det-${format}-a`);
+      const b = join(scratch, `det-${format}-b`);
+      const c = join(scratch, `det-${format}-c`);
+      await writeSynthesizedTask(synthesize({ domain: 'log-forensics', tier: 'unit', seed: 31 }), a, format);
+      await writeSynthesizedTask(synthesize({ domain: 'log-forensics', tier: 'unit', seed: 31 }), b, format);
+      await writeSynthesizedTask(synthesize({ domain: 'log-forensics', tier: 'unit', seed: 32 }), c, format);
+      assert.deepEqual(treeOf(a), treeOf(b));
+      assert.notDeepEqual(treeOf(a), treeOf(c));
+      const task = await loadTask(a);
+      assert.equal(task.format, format);
+      assert.ok(readFileSync(join(task.tests.dir, 'progress.py'), 'utf8').includes('def pipeline_credit'));
+    }
+  });
+});
+
+describe('gates reject a broken generator', () => {
+  it('a grader that imports the verifier, or copies one of its functions', async () => {
+    const importing = broken((t) => { t.taskFiles['tests/progress.py'] = t.taskFiles['tests/progress.py'].replace('import tempfile', 'import tempfile\nfrom test_outputs import check_outputs'); });
+    const r1 = await runGates(importing, { probes: false });
+    assert.equal(r1.passed, false);
+    assert.match(gate(r1, 'share-no-code')!.detail, /grader\/verifier share reference/);
+    const verifier = importing.taskFiles['tests/test_outputs.py'];
+    const fn = verifier.slice(verifier.indexOf('def _launch('), verifier.indexOf('def _private_copy('));
+    const copying = broken((t) => { t.taskFiles['tests/progress.py'] = t.taskFiles['tests/progress.py'].replace('def main(argv):', `${fn.replace('_launch', 'start_pipeline')}\ndef main(argv):`); });
+    const r2 = await runGates(copying, { probes: false });
+    assert.equal(gate(r2, 'share-no-code')!.passed, false);
+    assert.match(gate(r2, 'share-no-code')!.detail, /share function: grader:start_pipeline = verifier:_launch/);
+  });
+
+  it('a reference solution along which Φ falls', async () => {
+    const t = broken((x) => { x.steps.splice(2, 0, { name: 'clobber', script: `rm -f "$APP/${x.spec.out.clean}"` }); });
+    const r = await runGates(t, { probes: false });
+    assert.equal(r.passed, false);
+    assert.equal(gate(r, 'phi-monotone')!.passed, false);
+    assert.equal(gate(r, 'phi-partial-inside')!.passed, false);
+    assert.deepEqual(r.referencePhi.slice(0, 4), [0, 0.3, 0.55, 0]);
+  });
+
+  it('a verifier weak enough for a gaming probe to pass', async () => {
+    const t = broken((x) => {
+      x.taskFiles['tests/test_outputs.py'] = 'import os\n\n\ndef test_strict_verdict():\n    assert os.path.exists(os.path.join(os.environ.get("TBRL_APP", "/app"), "out/summary.json"))\n';
+    });
+    const r = await runGates(t, { probes: (name) => name === 'summary-only' || name === 'empty-output' });
+    assert.equal(r.passed, false);
+    assert.match(gate(r, 'gaming-probes')!.detail, /summary-only passes the strict verifier/);
+    assert.doesNotMatch(gate(r, 'gaming-probes')!.detail, /empty-output/);
+  });
+
+  it('expected answers leaked into the agent workspace', async () => {
+    const t = broken((x) => { x.taskFiles['app/data/notes.json'] = x.taskFiles['tests/progress.json']; });
+    const r = await runGates(t, { probes: false });
+    assert.equal(gate(r, 'no-leak')!.passed, false);
+    assert.match(gate(r, 'no-leak')!.detail, /app\/data\/notes.json/);
+  });
+});
