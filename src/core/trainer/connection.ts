@@ -80,7 +80,7 @@ export class RayConnection {
             headers: r.headers,
             body: buf,
             text: () => buf.toString('utf8'),
-            json: <T>() => JSON.parse(buf.toString('utf8')) as T,
+            json: <T>() => parseJsonAnswer<T>(buf, `${method} ${path}`, r.statusCode ?? 0, this.base),
           });
         });
       });
@@ -182,6 +182,24 @@ function authError(base: URL, status: number, hadToken: boolean, text: string): 
       ? 'The token in TBRL_RAY_TOKEN was rejected: check it has not expired and grants job submission; a proxy may also need extra headers (--header name:value).'
       : 'The cluster needs credentials: export TBRL_RAY_TOKEN=<token> (sent as a bearer header), and --header name:value for any proxy header.',
   );
+}
+
+/**
+ * Every Jobs API answer is a JSON object or array. Anything else (a proxy's HTML page, a cut
+ * answer, `null`) is a stated error here, not a SyntaxError or TypeError in the caller.
+ */
+function parseJsonAnswer<T>(buf: Buffer, what: string, status: number, base: URL): T {
+  const text = buf.toString('utf8');
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = undefined;
+  }
+  if (value === null || typeof value !== 'object') {
+    throw new TbrlError('ray-bad-answer', `${what} on ${base.href} answered HTTP ${status} with a body that is not a JSON object ("${text.trim().slice(0, 120)}").`, 'Point --cluster at the Ray dashboard (port 8265 by default); a proxy or login page in between answers HTML instead of the Jobs API.');
+  }
+  return value as T;
 }
 
 export function httpError(what: string, res: HttpResponse): TbrlError {
