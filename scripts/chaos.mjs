@@ -2,11 +2,11 @@
 // (they fight over the same 2 cores and Docker daemon on purpose, but not with each other), then
 // the leak check in test/chaos/after/, and prints one table row per case: what was tried, what
 // should happen, what did, pass/fail. Closing line: `N passed, N failed`.
-// With TBRL_CHAOS_EMBEDDED=1 (scripts/test.mjs) the closing line reads `chaos: N passed, N failed`
-// so the outer runner can add it to its own single total.
+// With TBRL_CHAOS_EMBEDDED=<file> (scripts/test.mjs) the counts also go to that file as JSON and
+// the closing line reads `chaos: N passed, N failed`, so the outer runner keeps the only total.
 // Usage: node scripts/chaos.mjs [name-filter ...]   e.g. node scripts/chaos.mjs containment
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 
@@ -70,5 +70,7 @@ if (missing > 0) console.log(`\n${missing} case(s) ended without a row (crashed 
 console.log(`\nchaos wall time ${((Date.now() - started) / 1000).toFixed(0)} s`);
 rmSync(scratch, { recursive: true, force: true });
 
-console.log(`\n${process.env.TBRL_CHAOS_EMBEDDED ? 'chaos: ' : ''}${passed} passed, ${failed} failed`);
+const embedded = process.env.TBRL_CHAOS_EMBEDDED;
+if (embedded) writeFileSync(embedded, JSON.stringify({ passed, failed }));
+console.log(`\n${embedded ? 'chaos: ' : ''}${passed} passed, ${failed} failed`);
 process.exit(failed > 0 || failedRuns > 0 ? 1 : 0);
