@@ -77,6 +77,21 @@ describe('task images', () => {
   });
 });
 
+describe('image users', () => {
+  it('writes files owned by the image USER, so a non-root agent can edit them', async () => {
+    const ctx = dir('user', { Dockerfile: 'FROM debian:bookworm-slim\nRUN useradd -m agent\nUSER agent\nWORKDIR /home/agent\n' });
+    const sb = await provider.create({ image: { kind: 'dockerfile', context: ctx, dockerfile: 'Dockerfile' }, runId });
+    try {
+      builtImages.push(sb.info.image);
+      await sb.writeFile('/home/agent/notes.txt', 'mine\n');
+      const r = await sb.exec('whoami; stat -c %U notes.txt; echo more >> notes.txt && cat notes.txt');
+      assert.equal(r.output, 'agent\nagent\nmine\nmore\n');
+    } finally {
+      await sb.close();
+    }
+  });
+});
+
 describe('devcontainer', () => {
   it('parses JSONC with comments and trailing commas, and reports syntax errors with a position', () => {
     const ws = dir('jsonc', {

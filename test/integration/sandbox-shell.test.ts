@@ -116,6 +116,12 @@ describe('persistent shell', () => {
     assert.equal(t.exitCode, null);
     const capped = await sb.execArgv(['head', '-c', '100000', '/dev/zero'], { maxOutputBytes: 100 });
     assert.equal(capped.droppedBytes, 100000 - 100);
+    const bgStart = Date.now();
+    const bg = await sb.execArgv(['sh', '-c', 'sleep 0.5; echo detached > /tmp/argv-bg'], { background: true });
+    assert.equal(bg.exitCode, 0);
+    assert.ok(Date.now() - bgStart < 400, 'background execArgv returns before the program ends');
+    await new Promise((res) => setTimeout(res, 1200));
+    assert.equal((await sb.readFile('/tmp/argv-bg')).toString(), 'detached\n');
     const missing = await sb.execArgv(['no-such-program']);
     assert.equal(missing.exitCode, 127);
   });

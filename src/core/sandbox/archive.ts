@@ -2,9 +2,9 @@ import { Readable } from 'node:stream';
 import * as tar from 'tar-stream';
 
 /** A tar holding one regular file (the unit of writeFile: no shell, any bytes). */
-export async function singleFileTar(name: string, content: Buffer, mode = 0o644): Promise<Buffer> {
+export async function singleFileTar(name: string, content: Buffer, mode = 0o644, owner: { uid: number; gid: number } = { uid: 0, gid: 0 }): Promise<Buffer> {
   const pack = tar.pack();
-  pack.entry({ name, mode, size: content.length, mtime: new Date() }, content);
+  pack.entry({ name, mode, size: content.length, mtime: new Date(), uid: owner.uid, gid: owner.gid }, content);
   pack.finalize();
   return streamToBuffer(pack as unknown as AsyncIterable<unknown>);
 }

@@ -85,6 +85,13 @@ export class DockerSandbox implements Sandbox {
         WorkingDir: options.cwd,
         Env: options.env ? Object.entries(options.env).map(([k, v]) => `${k}=${v}`) : undefined,
       });
+      if (options.background) {
+        // Detached: the daemon runs it on its own; nothing waits for or reads its output.
+        // The daemon answers once the process started; drop the (empty) response so no socket lingers.
+        const response = (await exec.start({ Detach: true })) as unknown as Duplex | undefined;
+        response?.destroy?.();
+        return { exitCode: 0, output: `[started in background: ${argv.join(' ')}]\n`, droppedBytes: 0, timedOut: false, durationMs: Date.now() - started };
+      }
       const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Duplex;
       let pid: number | undefined;
       let pidLine = Buffer.alloc(0);
@@ -162,12 +169,15 @@ export class DockerSandbox implements Sandbox {
     const abs = posix.isAbsolute(path) ? path : posix.join(this.shell.cwd ?? '/', path);
     const data = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
     await this.guard(`writing ${abs}`, async () => {
+      await this.shell.ensureStarted();
+      const owner = { uid: this.shell.uid, gid: this.shell.gid };
       try {
-        await this.container.putArchive(await singleFileTar(posix.basename(abs), data, mode), { path: posix.dirname(abs) });
+        // Owned by the image's USER (the daemon applies tar ownership), so a non-root agent can edit what it wrote.
+        await this.container.putArchive(await singleFileTar(posix.basename(abs), data, mode, owner), { path: posix.dirname(abs) });
       } catch (err) {
         if (statusCode(err) !== 404 || isNoSuchContainer(err)) throw err;
         // The parent directory does not exist: extract at / with the full path so the daemon creates it.
-        await this.container.putArchive(await singleFileTar(abs.replace(/^\/+/, ''), data, mode), { path: '/' });
+        await this.container.putArchive(await singleFileTar(abs.replace(/^\/+/, ''), data, mode, owner), { path: '/' });
       }
     });
   }

@@ -39,6 +39,7 @@ export class DockerSandboxProvider implements SandboxProvider {
 
   /** Like `create`, typed as the Docker sandbox (workspace patches, shell restoration). */
   async createDocker(spec: SandboxSpec): Promise<DockerSandbox> {
+    spec.signal?.throwIfAborted();
     await ensureDaemon(this.connection);
     const resolved: ResolvedImage = await resolveImage(this.connection, spec, this.options);
     const sandbox = await this.launch(spec, {
@@ -123,6 +124,10 @@ export class DockerSandboxProvider implements SandboxProvider {
     } catch (err) {
       if (statusCode(err) === 404 && /no such image/i.test((err as Error).message)) throw new ImageMissingError(launch.image, err);
       throw mapDockerError(err, 'creating the container', ctx);
+    }
+    if (spec.signal?.aborted) {
+      await container.remove({ force: true }).catch(() => undefined);
+      spec.signal.throwIfAborted();
     }
     const info: SandboxInfo = {
       containerId: container.id,

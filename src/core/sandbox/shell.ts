@@ -68,6 +68,9 @@ export class PersistentShell {
   private shellPid = 0;
   private alive = false;
   private closed = false;
+  /** The image user's ids (files written through the archive API get them). */
+  uid = 0;
+  gid = 0;
   /** Last cwd reported by the shell: a respawned shell starts there. */
   cwd: string | undefined;
   /** Set when the shell had to be restarted (the exported environment of the old one is gone). */
@@ -104,8 +107,11 @@ export class PersistentShell {
     stream.on('close', ended);
     stream.on('error', ended);
     stream.write(PRELUDE);
-    const r = await this.frame('builtin echo -n $$', 10_000);
-    this.shellPid = Number(r.output.text().trim());
+    const r = await this.frame('builtin echo -n "$$ $EUID ${GROUPS[0]}"', 10_000);
+    const [pid, uid, gid] = r.output.text().trim().split(' ').map(Number);
+    this.shellPid = pid;
+    this.uid = uid || 0;
+    this.gid = gid || 0;
   }
 
   /** Serialises commands: the shell is one terminal. */
