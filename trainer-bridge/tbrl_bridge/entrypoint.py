@@ -21,7 +21,7 @@ from .advantage import check_advantage_export, register_with_verl
 from .bundle import BundleError, convert_dataset, load_bundle
 from .envclient import EnvServerClient, EnvServerError, find_tbrl_command
 from .metrics import MetricsWriter
-from .presets import hydra_overrides, load_presets
+from .presets import hydra_overrides, load_presets, merge_overrides
 
 # Recomputed advantages must agree with the TypeScript ones to this tolerance (same formulas, doubles).
 ADVANTAGE_TOLERANCE = 1e-9
@@ -167,7 +167,7 @@ def train(root: Path, preset_name: str, preset: dict, algorithm: str, extra: lis
         why = register_with_verl()
         if why:
             raise RuntimeError(f"cannot register the DepGPO estimator: {why}")
-    overrides = hydra_overrides(preset, str(parquet.parent), algorithm) + extra
+    overrides = merge_overrides(hydra_overrides(preset, str(parquet.parent), algorithm), extra)
     from .rllm_workflow import TbrlWorkflow, require_rllm  # noqa: E402  (rLLM present: checked above)
 
     require_rllm()

@@ -54,3 +54,12 @@ def hydra_overrides(preset: dict, data_dir: str, algorithm: str) -> list[str]:
         "trainer.val_before_train=False",
         f"trainer.rejection_sample_multiplier={preset['rejectionSampleMultiplier']}",
     ]
+
+
+def merge_overrides(base: list[str], extra: list[str]) -> list[str]:
+    """Preset overrides with the user's on top: a user key replaces the preset's (Hydra refuses a key twice)."""
+    def key(o: str) -> str:
+        return o.split("=", 1)[0].lstrip("+~")
+
+    user = {key(o) for o in extra}
+    return [o for o in base if key(o) not in user] + list(extra)

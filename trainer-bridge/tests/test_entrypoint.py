@@ -12,7 +12,7 @@ import pytest
 
 from tbrl_bridge.bundle import BundleError, load_bundle
 from tbrl_bridge.entrypoint import load_secrets_file, main
-from tbrl_bridge.presets import hydra_overrides, load_presets
+from tbrl_bridge.presets import hydra_overrides, load_presets, merge_overrides
 
 REPO = Path(__file__).resolve().parents[2]
 TBRL = [str(REPO / "node_modules" / ".bin" / "tsx"), str(REPO / "src" / "cli" / "main.ts")]
@@ -148,3 +148,8 @@ def test_presets_follow_terminal_bench_rl():
     assert "trainer.n_gpus_per_node=8" in ov
     assert "agent.max_steps=100" in ov
     assert "algorithm.adv_estimator=grpo" in hydra_overrides(presets["test_8b_2_gpus"], "/d", "grpo")
+
+
+def test_user_overrides_replace_preset_keys():
+    merged = merge_overrides(["a.lr=1e-6", "b.n=4", "c=1"], ["a.lr=5e-7", "+d.x=2"])
+    assert merged == ["b.n=4", "c=1", "a.lr=5e-7", "+d.x=2"]
