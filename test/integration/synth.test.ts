@@ -1,0 +1,80 @@
+/**
+ * A synthesised Tev task in a real container: the image builds offline from the stand-in base
+ * (the SQLite database is built inside it), the untouched workspace has Φ = 0 and fails the strict
+ * verifier, Φ read through evaluateProgress rises along the reference steps to 1, the reference
+ * passes (PPRS R = 1.25), and a replaying pipeline (a gaming probe) fails with Φ < 1.
+ */
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createDockerProvider, LABEL_RUN } from '../../src/core/sandbox/index';
+import { synthesize } from '../../src/core/synth/generate';
+import { writeSynthesizedTask } from '../../src/core/synth/write';
+import { evaluateProgress } from '../../src/core/synth/progress';
+import { pprsReward } from '../../src/core/synth/contract';
+import { SOLVER_PRELUDE } from '../../src/core/synth/solver-program';
+import { runTests } from '../../src/core/reward/tests';
+import { loadTask } from '../../src/core/tasks/load';
+import type { Sandbox } from '../../src/core/sandbox/types';
+
+const scratch = mkdtempSync(join(tmpdir(), 'tbrl-synth-it-'));
+const provider = createDockerProvider();
+const runId = `synth-it-${process.pid}`;
+
+after(async () => {
+  rmSync(scratch, { recursive: true, force: true });
+  const left = await provider.docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=${runId}`] } });
+  assert.equal(left.length, 0, 'the test removed its container');
+});
+
+describe('Tev task in a real container', () => {
+  it('reference passes with Φ rising to 1; the empty agent and a replaying pipeline do not pass', { timeout: 240_000 }, async () => {
+    const t = synthesize({ domain: 'data-eng', tier: 'unit', seed: 6, faultCount: 4 });
+    const dir = join(scratch, t.id);
+    await writeSynthesizedTask(t, dir, 'terminal-bench');
+    const task = await loadTask(dir);
+    let sandbox: Sandbox | undefined;
+    try {
+      sandbox = await provider.create({ image: { kind: 'dockerfile', context: dir, dockerfile: 'Dockerfile' }, runId, network: false });
+      const sb = sandbox;
+      const db = await sb.exec('ls /app/data/products.db /app/setup /app/data/products.sql 2>&1; true');
+      assert.match(db.output, /\/app\/data\/products\.db/);
+      assert.match(db.output, /cannot access '?\/app\/setup/, 'the build step and the SQL script are gone from the image');
+      assert.match(db.output, /cannot access '?\/app\/data\/products\.sql/);
+
+      const empty = await evaluateProgress(sb, task);
+      assert.ok(empty);
+      assert.equal(empty.phi, 0, 'the untouched workspace has no credit: every node needs an output the agent writes');
+      const emptyTests = await runTests({ task, sandbox: sb });
+      assert.equal(emptyTests.tests, 0, emptyTests.log.slice(-800));
+      assert.equal(pprsReward(emptyTests.tests === 1, empty.phi).total, 0);
+
+      const phis: number[] = [];
+      for (const [i, step] of t.steps.entries()) {
+        await sb.writeFile(`/tmp/ref-step-${i}.sh`, `${SOLVER_PRELUDE}\n${step.script}\n`);
+        const r = await sb.exec(`bash /tmp/ref-step-${i}.sh && rm /tmp/ref-step-${i}.sh`);
+        assert.equal(r.exitCode, 0, r.output);
+        phis.push((await evaluateProgress(sb, task))!.phi);
+      }
+      assert.deepEqual(phis, [0.3, 0.55, 0.75, 0.85, 1]);
+      const passed = await runTests({ task, sandbox: sb });
+      assert.equal(passed.tests, 1, passed.log.slice(-1500));
+      assert.ok(passed.outcomes?.some((o) => o.name.includes('test_metamorphic_renamed_shards') && o.status === 'passed'));
+      assert.equal(pprsReward(passed.tests === 1, phis[phis.length - 1]).total, 1.25);
+      const leftovers = await sb.exec('ls -a /tmp | grep -c tbrl-progress || true');
+      assert.equal(leftovers.output.trim(), '0', 'the grader is removed from the container after each evaluation');
+
+      // Gaming probe: keep the right outputs but make the pipeline replay them.
+      await sb.exec('mkdir -p /app/answers && cp /app/out/* /app/answers/ && printf \'#!/bin/bash\\nmkdir -p "$2" && cp /app/answers/* "$2"/\\n\' > /app/pipeline.sh');
+      const probe = await evaluateProgress(sb, task);
+      assert.equal(probe!.phi, 0.85);
+      assert.equal(probe!.credit.pipeline, 0);
+      const probeTests = await runTests({ task, sandbox: sb });
+      assert.equal(probeTests.tests, 0);
+    } finally {
+      await sandbox?.close();
+    }
+  });
+});
