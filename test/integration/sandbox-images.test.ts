@@ -92,6 +92,22 @@ describe('image users', () => {
   });
 });
 
+describe('images without bash', () => {
+  it('fail with a typed error that says to install bash, and leave no container', async () => {
+    const ctx = dir('nobash', { Dockerfile: 'FROM debian:bookworm-slim\nRUN rm -f /bin/bash /usr/bin/bash\n' });
+    const before = (await provider.docker.listContainers({ all: true, filters: { label: [`dev.tbrl.run=${runId}-nobash`] } })).length;
+    await assert.rejects(provider.create({ image: { kind: 'dockerfile', context: ctx, dockerfile: 'Dockerfile' }, runId: `${runId}-nobash` }), (err: unknown) => {
+      assert.equal((err as { code?: string }).code, 'SHELL_UNAVAILABLE', String(err));
+      assert.match((err as Error).message, /Could not start bash in image tbrl-task\//);
+      assert.match((err as Error).message, /apt-get install -y bash/);
+      builtImages.push(/tbrl-task\/[0-9a-f]+:latest/.exec((err as Error).message)![0]);
+      return true;
+    });
+    const after = await provider.docker.listContainers({ all: true, filters: { label: [`dev.tbrl.run=${runId}-nobash`] } });
+    assert.equal(after.length, before);
+  });
+});
+
 describe('devcontainer', () => {
   it('parses JSONC with comments and trailing commas, and reports syntax errors with a position', () => {
     const ws = dir('jsonc', {

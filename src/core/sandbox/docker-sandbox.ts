@@ -3,7 +3,8 @@ import type { Readable, Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Checkpoint, ExecOptions, ExecResult, Sandbox, SandboxInfo, SandboxLimits } from './types';
 import { LABEL_PROJECT, LABEL_RUN, LABEL_PID } from './types';
-import { PersistentShell, ShellEndedError } from './shell';
+import { PersistentShell, ShellEndedError, ShellUnresponsiveError } from './shell';
+import { TbrlError } from '../errors';
 import { CappedOutput } from './output-cap';
 import { DockerDemuxer } from './demux';
 import { KILL_SCRIPT } from './kill-script';
@@ -49,7 +50,19 @@ export class DockerSandbox implements Sandbox {
 
   /** Starts the persistent shell; the provider calls this before handing the sandbox out. */
   async start(): Promise<void> {
-    await this.guard('starting the shell', () => this.shell.ensureStarted());
+    try {
+      await this.guard('starting the shell', () => this.shell.ensureStarted());
+    } catch (err) {
+      if (err instanceof ShellEndedError || err instanceof ShellUnresponsiveError) {
+        throw new TbrlError(
+          'SHELL_UNAVAILABLE',
+          `Could not start bash in image ${this.info.image}${err.partialOutput.trim() ? `: ${err.partialOutput.trim()}` : ''}.`,
+          'the sandbox needs bash in the image: add it to the Dockerfile (e.g. `RUN apt-get install -y bash` or `RUN apk add bash`).',
+          { cause: err },
+        );
+      }
+      throw err;
+    }
   }
 
   async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {

@@ -17,6 +17,13 @@ export interface ShellRunOptions {
   background?: boolean;
 }
 
+/** The shell did not answer its own start-up/state command (a container too starved to run bash). */
+export class ShellUnresponsiveError extends Error {
+  constructor(readonly partialOutput: string) {
+    super('persistent shell did not answer');
+  }
+}
+
 /** Raised to the caller when the shell's stream ends while a command runs; the sandbox explains why. */
 export class ShellEndedError extends Error {
   constructor(
@@ -208,6 +215,12 @@ export class PersistentShell {
       : undefined;
     try {
       let outcome: Awaited<typeof done> | 'timeout' | 'stuck' = await (timeout ? Promise.race([done, timeout]) : done);
+      if (outcome === 'timeout' && !wrapped) {
+        // Our own framing (start-up, state capture) did not answer: restarting would loop, so give up.
+        this.alive = false;
+        this.stream?.destroy();
+        throw new ShellUnresponsiveError(output.text());
+      }
       if (outcome === 'timeout') {
         timedOut = true;
         await this.killCommand(sentAt);
