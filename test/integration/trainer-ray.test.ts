@@ -4,8 +4,11 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer, request } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { connect } from 'node:net';
+import { execFileSync } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { RayJobsClient } from '../../src/core/trainer/jobs';
 import { submitTraining } from '../../src/core/trainer/submit';
@@ -81,9 +84,11 @@ test('dryrun: real bundle, log tail to SUCCEEDED, metrics parsed; a retried subm
   assert.equal(r.uploaded, true);
   assert.match(r.ray.ray_version, /^2\./);
   let streamed = '';
+  const stats = { frames: 0, connections: 0 };
   const job = await client.tail(r.submissionId, (t) => {
     streamed += t;
-  });
+  }, { stats });
+  assert.ok(stats.frames > 0, 'the log came over the websocket');
   assert.equal(job.status, 'SUCCEEDED', streamed.slice(-3000));
   // The tail delivered the whole log once, without duplicates from reconnects.
   assert.equal(streamed, await client.logs(r.submissionId));
@@ -216,5 +221,46 @@ test('through an auth proxy: 401 without the token, works with it; a tail that c
     assert.equal(await via.stop(r.submissionId), true);
   } finally {
     proxy.close();
+  }
+});
+
+// A dashboard behind TLS with a private CA (what a user's ingress looks like): plain HTTP and the
+// log-tail websocket are forwarded to the real head.
+test('TLS with a private CA: refused without --ca-file, submit + websocket tail work with it', async () => {
+  const key = join(root, 'tls.key');
+  const cert = join(root, 'tls.crt');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=tbrl-test-ca', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  const tls = createHttpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
+    const up = request({ host: '127.0.0.1', port: PORT, path: req.url, method: req.method, headers: req.headers }, (u) => {
+      res.writeHead(u.statusCode ?? 502, u.headers);
+      u.pipe(res);
+    });
+    req.pipe(up);
+  });
+  tls.on('upgrade', (req, socket, head) => {
+    const up = connect(PORT, '127.0.0.1', () => {
+      up.write(`${req.method} ${req.url} HTTP/1.1\r\n${Object.entries(req.headers).map(([k, v]) => `${k}: ${String(v)}`).join('\r\n')}\r\n\r\n`);
+      up.write(head);
+      up.pipe(socket);
+      socket.pipe(up);
+    });
+    up.on('error', () => socket.destroy());
+    socket.on('error', () => up.destroy());
+  });
+  await new Promise<void>((r) => tls.listen(0, '127.0.0.1', r));
+  const surl = `https://127.0.0.1:${(tls.address() as AddressInfo).port}`;
+  try {
+    await assert.rejects(new RayJobsClient({ url: surl }).version(), (e: TbrlError) => e.code === 'ray-tls' && /--ca-file/.test(e.message));
+    const listed = await cli(['train', 'list', '--cluster', surl, '--ca-file', cert]);
+    assert.equal(listed.code, 0, listed.stderr);
+    const r = await submit({ cluster: { url: surl, ca: cert }, taskDirs: [], tag: `${RUN}-tls` });
+    let log = '';
+    const stats = { frames: 0, connections: 0 };
+    const job = await new RayJobsClient({ url: surl, ca: cert }).tail(r.submissionId, (t) => (log += t), { stats });
+    assert.ok(stats.frames > 0, 'wss through the TLS ingress carried the log');
+    assert.equal(job.status, 'SUCCEEDED', log.slice(-2000));
+    assert.match(log, /dryrun finished/);
+  } finally {
+    tls.close();
   }
 });

@@ -36,6 +36,8 @@ export interface TailOptions {
   /** Reconnects after a dropped socket before giving up; default 3. */
   maxReconnects?: number;
   reconnectDelayMs?: number;
+  /** Filled in as the tail runs: websocket frames received and connections made. */
+  stats?: { frames: number; connections: number };
 }
 
 /** Ray's Jobs REST API (dashboard/modules/job/job_head.py): the only server the bridge talks to. */
@@ -157,10 +159,14 @@ export class RayJobsClient {
       const closedCleanly = await new Promise<boolean>((resolve) => {
         const url = this.conn.urlFor(`/api/jobs/${encodeURIComponent(id)}/logs/tail`);
         url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-        const ws = new WebSocket(url, { headers: this.conn.authHeaders(), ...this.conn.tlsOptions(), handshakeTimeout: this.conn.options.timeoutMs ?? 30_000 });
+        if (options.stats) options.stats.connections++;
+        // No permessage-deflate: Ray's dashboard proxy forwards the offer to its job module but reads
+        // the reply frames uncompressed, so a compressed stream dies with "Unknown msg type: 258".
+        const ws = new WebSocket(url, { headers: this.conn.authHeaders(), ...this.conn.tlsOptions(), perMessageDeflate: false, handshakeTimeout: this.conn.options.timeoutMs ?? 30_000 });
         const onAbort = (): void => ws.close();
         options.signal?.addEventListener('abort', onAbort, { once: true });
         ws.on('message', (data: WebSocket.RawData) => {
+          if (options.stats) options.stats.frames++;
           const text = data.toString();
           const start = Math.max(0, delivered - seen);
           seen += text.length;
