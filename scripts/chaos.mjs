@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 
 const filters = process.argv.slice(2);
 // Order matters: cheap bad-input first, load last before the leak check.
-const ORDER = ['bad-input', 'actions-live', 'containment', 'security', 'faults', 'load'];
+const ORDER = ['bad-input', 'ray', 'actions-live', 'containment', 'security', 'webview', 'faults', 'load'];
 const files = readdirSync('test/chaos')
   .filter((f) => f.endsWith('.test.ts'))
   .sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))

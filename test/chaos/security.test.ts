@@ -11,12 +11,17 @@ import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
+import { inflateRawSync } from 'node:zlib';
 import { pack } from 'tar-stream';
 import { runTask } from '../../src/core/run/run-task';
 import { ScriptedPolicy } from '../../src/core/agent/scripted';
 import { createDockerProvider, type Sandbox, type SandboxProvider } from '../../src/core/sandbox/index';
 import { LABEL_RUN } from '../../src/core/sandbox/types';
 import { readTrajectory } from '../../src/core/trajectory/reader';
+import { buildBundle } from '../../src/core/trainer/bundle';
+import { jobRequest } from '../../src/core/trainer/submit';
+import { secretValuesFromEnv } from '../../src/core/trainer/secrets';
+import { TbrlError } from '../../src/core/errors';
 import { startOpenAIServer } from '../helpers/openai-server';
 import { chaosCase, recordRunId } from './helpers/chaos';
 
@@ -107,33 +112,45 @@ chaosCase('file primitives: writeFile with ../ and /../ paths, putArchive with .
   const tag = `chaos-trav-${process.pid}-${randomBytes(3).toString('hex')}`;
   const hostPaths = [`/tmp/${tag}-a`, `/tmp/${tag}-b`, `/tmp/${tag}-c`, `/tmp/${tag}-d`, `/tmp/${tag}-link`, `/tmp/${tag}-viaLink`];
   const sb = await provider.create({ image: { kind: 'image', image: 'debian:bookworm-slim' }, runId });
-  const landed: string[] = [];
+  const tarOf = async (entries: Array<{ name: string; type?: 'file' | 'symlink'; linkname?: string; body?: string }>): Promise<Buffer> => {
+    const tar = pack();
+    for (const e of entries) {
+      if (e.type === 'symlink') tar.entry({ name: e.name, type: 'symlink', linkname: e.linkname });
+      else tar.entry({ name: e.name }, e.body ?? e.name);
+    }
+    tar.finalize();
+    const chunks: Buffer[] = [];
+    for await (const c of tar) chunks.push(c as Buffer);
+    return Buffer.concat(chunks);
+  };
+  const outcome: string[] = [];
   try {
     await sb.exec('mkdir -p /work/deep/er && cd /work/deep/er');
     await sb.writeFile(`../../../../../../tmp/${tag}-a`, 'A');
     await sb.writeFile(`/../../../tmp/${tag}-b`, 'B');
-    const tar = pack();
-    tar.entry({ name: `../../../../tmp/${tag}-c` }, 'C');
-    tar.entry({ name: `/tmp/${tag}-d` }, 'D');
-    tar.entry({ name: `${tag}-link`, type: 'symlink', linkname: '/tmp' });
-    tar.finalize();
-    const chunks: Buffer[] = [];
-    for await (const c of tar) chunks.push(c as Buffer);
-    let archiveNote = 'accepted';
-    await sb.putArchive(Buffer.concat(chunks), '/work/deep').catch((err: Error) => { archiveNote = `refused: ${err.message.split('\n')[0]}`; });
-    // Through the symlink the archive just made: resolved inside the container's root.
-    await sb.writeFile(`/work/deep/${tag}-link/${tag}-viaLink`, 'L').catch(() => undefined);
-    const inside = await sb.exec(`ls /tmp /work/deep 2>/dev/null | grep -c '${tag}' ; ls -d /tmp/${tag}-* /work/deep/${tag}-* /${tag}-* 2>/dev/null`);
-    landed.push(...inside.output.trim().split('\n').slice(1));
+    // Each archive separately: Docker refuses a whole archive at the first bad entry.
+    for (const [label, entries] of [
+      ['../ entry', [{ name: `../../../../tmp/${tag}-c` }]],
+      ['absolute entry', [{ name: `/tmp/${tag}-d` }]],
+      ['symlink to /tmp', [{ name: `${tag}-link`, type: 'symlink' as const, linkname: '/tmp' }]],
+      ['file through that symlink', [{ name: `${tag}-link/${tag}-viaLink` }]],
+    ] as const) {
+      await sb.putArchive(await tarOf([...entries]), '/work/deep').then(
+        () => outcome.push(`${label}: accepted`),
+        (err: Error) => outcome.push(`${label}: refused (${err.constructor.name}: ${err.message.split('\n')[0].replace(/.*server error - /, '').slice(0, 70)})`),
+      );
+    }
+    await sb.writeFile(`/work/deep/${tag}-link/${tag}-viaWriteFile`, 'L').then(() => outcome.push('writeFile through the symlink: accepted'), (err: Error) => outcome.push(`writeFile through the symlink: refused (${err.message.slice(0, 60)})`));
+    const found = (await sb.exec(`find / -xdev -name '${tag}*' 2>/dev/null | sort`)).output.trim().split('\n').filter(Boolean);
     const hostname = (await sb.readFile('../../../../etc/hostname')).toString().trim();
     assert.equal(hostname, sb.info.containerId.slice(0, 12), 'readFile read the host\'s /etc/hostname');
-    assert.ok(landed.some((p) => p.endsWith(`${tag}-a`)) && landed.some((p) => p.endsWith(`${tag}-b`)), `writeFile results: ${landed.join(', ')}`);
-    const onHost = hostPaths.filter((p) => existsSync(p));
+    assert.ok(found.includes(`/tmp/${tag}-a`) && found.includes(`/tmp/${tag}-b`), `writeFile results: ${found.join(', ')}`);
+    const onHost = [...hostPaths, `/tmp/${tag}-viaWriteFile`].filter((p) => existsSync(p));
     assert.deepEqual(onHost, [], 'written on the host');
-    return `inside the container: ${landed.join(', ')}; putArchive ${archiveNote}; readFile ../ → container hostname; host: 0 files`;
+    return `${outcome.join('; ')}; found inside the container: ${found.map((f) => f.replace(tag, '<tag>')).join(', ')}; readFile ../ → container hostname; host: 0 files`;
   } finally {
     await sb.close();
-    for (const p of hostPaths) rmSync(p, { recursive: true, force: true });
+    for (const p of [...hostPaths, `/tmp/${tag}-viaWriteFile`]) rmSync(p, { recursive: true, force: true });
   }
 }, { timeout: 90_000 });
 
@@ -190,3 +207,57 @@ chaosCase('planted API keys (one in .tbrl/config.json, one in OPENAI_API_KEY) th
     await srv.close();
   }
 }, { timeout: 180_000 });
+
+/** Entries of a zip written by src/core/trainer/zip.ts (local headers, stored or deflated, no data descriptors). */
+function unzip(zip: Buffer): Array<{ path: string; data: Buffer }> {
+  const out: Array<{ path: string; data: Buffer }> = [];
+  let at = 0;
+  while (zip.readUInt32LE(at) === 0x04034b50) {
+    const method = zip.readUInt16LE(at + 8);
+    const size = zip.readUInt32LE(at + 18);
+    const nameLen = zip.readUInt16LE(at + 26);
+    const extraLen = zip.readUInt16LE(at + 28);
+    const path = zip.subarray(at + 30, at + 30 + nameLen).toString('utf8');
+    const body = zip.subarray(at + 30 + nameLen + extraLen, at + 30 + nameLen + extraLen + size);
+    out.push({ path, data: method === 8 ? inflateRawSync(body) : Buffer.from(body) });
+    at += 30 + nameLen + extraLen + size;
+  }
+  return out;
+}
+
+chaosCase('trainer: planted key in the local env, in --env, and leaked into a trajectory observation; then a clean bundle + Ray job request scanned', 'secret-named env and a leaked value are refused (secret-in-job, value never quoted); the clean bundle, runtime_env and metadata hold no key', async () => {
+  const key = `sk-chaosray${randomBytes(12).toString('hex')}`;
+  const secrets = secretValuesFromEnv({ OPENAI_API_KEY: key, HOME: '/root' });
+  assert.deepEqual(secrets, [key]);
+  // A clean trajectory of the example task (scripted, no reward needed).
+  const clean = await runTask({ taskDir: EXAMPLE, outDir: join(scratch, 'bundle-run'), policyOverride: new ScriptedPolicy([bash('ls /app')]), trace: false, skipReward: true, env: {} });
+  recordRunId(clean.runId);
+  const base = { preset: 'dryrun', algorithm: 'grpo' as const, taskDirs: [EXAMPLE], secrets };
+  const refused: string[] = [];
+  const expectRefusal = async (what: string, p: Promise<unknown>) => {
+    await assert.rejects(p, (err: unknown) => {
+      assert.ok(err instanceof TbrlError, String(err));
+      assert.equal(err.code, 'secret-in-job');
+      assert.ok(!err.message.includes(key) && !(err.fix ?? '').includes(key), 'the refusal quotes the secret');
+      refused.push(what);
+      return true;
+    });
+  };
+  await expectRefusal('--env OPENAI_API_KEY', buildBundle({ ...base, trajectories: [clean.trajectoryPath], env: { OPENAI_API_KEY: key } }));
+  await expectRefusal('--env NOTE=<key value>', buildBundle({ ...base, trajectories: [clean.trajectoryPath], env: { NOTE: key } }));
+  await expectRefusal('--override with the key', buildBundle({ ...base, trajectories: [clean.trajectoryPath], overrides: [`trainer.logger_token=${key}`] }));
+  const leakedPath = join(scratch, 'leaked.jsonl');
+  writeFileSync(leakedPath, readFileSync(clean.trajectoryPath, 'utf8').replace('"observation":"', `"observation":"OPENAI_API_KEY=${key}\\n`));
+  await expectRefusal('trajectory with the key in an observation', buildBundle({ ...base, trajectories: [leakedPath] }));
+
+  const bundle = await buildBundle({ ...base, trajectories: [clean.trajectoryPath], env: { TBRL_NOTE: 'chaos' } });
+  const request = jobRequest(bundle, { preset: 'dryrun', algorithm: 'grpo', env: { TBRL_NOTE: 'chaos' } });
+  const entries = unzip(bundle.zip);
+  assert.ok(entries.some((e) => e.path.startsWith('trajectories/')) && entries.length > 10, entries.map((e) => e.path).join(', '));
+  const hits = entries.filter((e) => e.data.includes(key)).map((e) => e.path);
+  assert.deepEqual(hits, []);
+  const requestText = JSON.stringify(request);
+  assert.ok(!requestText.includes(key), 'the job request holds the key');
+  assert.ok(!/sk-[A-Za-z0-9]{16}/.test(requestText));
+  return `refused: ${refused.join('; ')}; clean bundle ${entries.length} files (${(bundle.zip.length / 1024).toFixed(0)} KiB) + job request (runtime_env ${Object.keys(request.runtime_env).join('/')}, metadata ${Object.keys(request.metadata).length} keys): 0 hits`;
+}, { timeout: 120_000 });
