@@ -12,12 +12,15 @@ import { join } from 'node:path';
 import { createDockerProvider, LABEL_RUN } from '../../src/core/sandbox/index';
 import { synthesize } from '../../src/core/synth/generate';
 import { writeSynthesizedTask } from '../../src/core/synth/write';
-import { evaluateProgress } from '../../src/core/synth/progress';
-import { pprsReward } from '../../src/core/synth/contract';
+import { applyPprs, createProgressRecorder, evaluateProgress } from '../../src/core/synth/progress';
 import { SOLVER_PRELUDE } from '../../src/core/synth/solver-program';
 import { runTests } from '../../src/core/reward/tests';
 import { loadTask } from '../../src/core/tasks/load';
 import type { Sandbox } from '../../src/core/sandbox/types';
+import type { RewardRecord, StepRecord } from '../../src/core/trajectory/schema';
+
+const testReward = (tests: number | undefined): RewardRecord => ({ tests, weights: { tests: 1, judge: 0 }, total: tests ?? 0 });
+const stepRecord = (index: number): StepRecord => ({ type: 'step', index, startedAt: new Date().toISOString(), durationMs: 0, candidates: [], chosenText: '', actions: [], parseErrors: [], usage: { promptTokens: 0, completionTokens: 0 }, todos: [], scratchpad: [] });
 
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-synth-it-'));
 const provider = createDockerProvider();
@@ -49,20 +52,27 @@ describe('Tev task in a real container', () => {
       assert.equal(empty.phi, 0, 'the untouched workspace has no credit: every node needs an output the agent writes');
       const emptyTests = await runTests({ task, sandbox: sb });
       assert.equal(emptyTests.tests, 0, emptyTests.log.slice(-800));
-      assert.equal(pprsReward(emptyTests.tests === 1, empty.phi).total, 0);
+      assert.deepEqual(applyPprs(testReward(emptyTests.tests), empty.phi).pprs, { pass: false, phi: 0, lambda: 0.25 });
 
-      const phis: number[] = [];
+      // The run loop's hook: Φ recorded on each step record, PPRS on the final reward.
+      const recorder = createProgressRecorder(sb, task);
+      const steps: StepRecord[] = [];
       for (const [i, step] of t.steps.entries()) {
         await sb.writeFile(`/tmp/ref-step-${i}.sh`, `${SOLVER_PRELUDE}\n${step.script}\n`);
         const r = await sb.exec(`bash /tmp/ref-step-${i}.sh && rm /tmp/ref-step-${i}.sh`);
         assert.equal(r.exitCode, 0, r.output);
-        phis.push((await evaluateProgress(sb, task))!.phi);
+        const record = stepRecord(i);
+        await recorder.onStep(record);
+        steps.push(record);
       }
+      const phis = steps.map((s) => s.phi);
       assert.deepEqual(phis, [0.3, 0.55, 0.75, 0.85, 1]);
       const passed = await runTests({ task, sandbox: sb });
       assert.equal(passed.tests, 1, passed.log.slice(-1500));
       assert.ok(passed.outcomes?.some((o) => o.name.includes('test_metamorphic_renamed_shards') && o.status === 'passed'));
-      assert.equal(pprsReward(passed.tests === 1, phis[phis.length - 1]).total, 1.25);
+      const final = await recorder.finish(testReward(passed.tests));
+      assert.deepEqual(final.pprs, { pass: true, phi: 1, lambda: 0.25 });
+      assert.equal(final.total, 1.25);
       const leftovers = await sb.exec('ls -a /tmp | grep -c tbrl-progress || true');
       assert.equal(leftovers.output.trim(), '0', 'the grader is removed from the container after each evaluation');
 

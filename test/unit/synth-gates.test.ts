@@ -13,6 +13,8 @@ import { synthesize, type SynthesizedTask } from '../../src/core/synth/generate'
 import { runGates, type GateReport } from '../../src/core/synth/gates';
 import { writeSynthesizedTask } from '../../src/core/synth/write';
 import { synthCommand } from '../../src/cli/commands/synth';
+import { synthesizeBatch } from '../../src/core/synth/batch';
+import { existsSync } from 'node:fs';
 import { UsageError } from '../../src/cli/command';
 import { loadTask } from '../../src/core/tasks/load';
 
@@ -134,6 +136,20 @@ describe('gates reject a broken generator', () => {
     assert.equal(r.passed, false);
     assert.match(gate(r, 'gaming-probes')!.detail, /summary-only passes the strict verifier/);
     assert.doesNotMatch(gate(r, 'gaming-probes')!.detail, /empty-output/);
+  });
+
+  it('and the batch writer leaves a rejected task out while writing the others', async () => {
+    const out = join(scratch, 'batch');
+    const { entries, reportPath } = await synthesizeBatch(out, {
+      domain: 'log-forensics', tier: 'unit', seed: 40, count: 2, format: 'harbor', gates: { probes: false },
+      mutate: (t) => { if (t.id.endsWith('-s40')) t.steps.splice(1, 0, { name: 'clobber', script: `rm -rf "$APP/out"` }); },
+    });
+    assert.deepEqual(entries.map((e) => [e.task, e.passed]), [['tev-log-forensics-unit-s40', false], ['tev-log-forensics-unit-s41', true]]);
+    assert.equal(existsSync(join(out, 'tev-log-forensics-unit-s40')), false);
+    assert.equal(existsSync(join(out, 'tev-log-forensics-unit-s41', 'task.toml')), true);
+    const report = JSON.parse(readFileSync(reportPath, 'utf8'));
+    assert.equal(report.tasks[0].gates.find((g: { name: string }) => g.name === 'phi-monotone').passed, false);
+    assert.equal(report.tasks[0].written, undefined);
   });
 
   it('expected answers leaked into the agent workspace', async () => {

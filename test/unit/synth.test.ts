@@ -12,6 +12,7 @@ import { compileWorkflow } from '../../src/core/synth/dag';
 import { parseWorld, renderWorld } from '../../src/core/synth/render';
 import { applyFault, applyFaults, revertFault, revertFaults } from '../../src/core/synth/faults';
 import { checkContract, gatedCredit, potential, pprsReward, type ProgressContract } from '../../src/core/synth/contract';
+import { applyPprs } from '../../src/core/synth/progress';
 import { checkNoSharedCode } from '../../src/core/synth/noshare';
 import { synthesize } from '../../src/core/synth/generate';
 import { buildProbes } from '../../src/core/synth/probes';
@@ -179,6 +180,13 @@ describe('progress contract', () => {
     assert.equal(pprsReward(false, 0).total, 0);
     assert.equal(pprsReward(false, 0.85, 0.5).total, 0.425);
     assert.throws(() => pprsReward(true, 1.5), /Φ must be in \[0, 1\]/);
+  });
+
+  it('turns a test reward into PPRS: pass only when every weighted test passed and the run had no test error', () => {
+    const base = { weights: { tests: 1, judge: 0 }, total: 0 };
+    assert.deepEqual(applyPprs({ ...base, tests: 1, total: 1 }, 0.85), { ...base, tests: 1, total: 1.2125, pprs: { pass: true, phi: 0.85, lambda: 0.25 } });
+    assert.equal(applyPprs({ ...base, tests: 0.99 }, 0.85).total, 0.2125);
+    assert.equal(applyPprs({ ...base, testError: { kind: 'timeout', message: 'x', logTail: '' } }, 0.3).total, 0.075);
   });
 
   it('rejects weights that do not sum to 1, forward preconditions and bad credits', () => {

@@ -1,12 +1,8 @@
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
 import type { CliCommand } from '../command';
 import { UsageError } from '../command';
 import { DOMAINS } from '../../core/synth/domains';
-import { synthesize } from '../../core/synth/generate';
-import { runGates, type GateReport } from '../../core/synth/gates';
+import { synthesizeBatch } from '../../core/synth/batch';
 import { SCALE_TIERS, type ScaleTier } from '../../core/synth/types';
-import { stableReport, writeSynthesizedTask } from '../../core/synth/write';
 
 export const synthCommand: CliCommand = {
   name: 'synth',
@@ -39,24 +35,20 @@ export const synthCommand: CliCommand = {
     const faultCount = values['fault-count'] === undefined ? undefined : integer('fault-count', values['fault-count'], 0, 6);
     const format = values.format === 'tb' || values.format === 'terminal-bench' ? 'terminal-bench' : values.format === 'harbor' ? 'harbor' : undefined;
     if (!format) throw new UsageError(`--format must be tb or harbor, not "${String(values.format)}".`);
-    const out = resolve(positionals[0]);
-    await mkdir(out, { recursive: true });
-    const taken = new Set(await readdir(out));
-
-    const reports: Array<Omit<GateReport, 'durationMs'> & { written?: string; labels: unknown }> = [];
-    for (let k = 0; k < count; k++) {
-      const t = synthesize({ domain, tier, seed: seed + k, faultCount });
-      if (taken.has(t.id)) throw new UsageError(`${join(out, t.id)} already exists; choose another output directory or seed.`);
-      process.stdout.write(`${t.id}: horizon ${t.workflow.horizon}, ${t.workflow.difficulty}, faults ${t.labels.faultClasses.join(', ') || 'none'} ... `);
-      const report = await runGates(t);
-      let written: string | undefined;
-      if (report.passed) written = (await writeSynthesizedTask(t, join(out, t.id), format, report)).dir;
-      console.log(report.passed ? `written (${(report.durationMs / 1000).toFixed(1)}s)` : `REJECTED: ${report.gates.filter((g) => !g.passed).map((g) => `${g.name}: ${g.detail}`).join(' | ')}`);
-      reports.push({ ...stableReport(report), written, labels: t.labels });
-    }
-    await writeFile(join(out, 'synth-report.json'), JSON.stringify({ domain, tier, seed, count, format, tasks: reports }, null, 2) + '\n');
-    const ok = reports.filter((r) => r.passed).length;
-    console.log(`\n${ok}/${count} task(s) passed every gate; report: ${join(out, 'synth-report.json')}`);
+    const { entries, reportPath } = await synthesizeBatch(positionals[0], {
+      domain,
+      tier,
+      seed,
+      count,
+      faultCount,
+      format,
+      onTask: (t, report) => {
+        const head = `${t.id}: horizon ${t.workflow.horizon}, ${t.workflow.difficulty}, faults ${t.labels.faultClasses.join(', ') || 'none'}`;
+        console.log(report.passed ? `${head}: written (gates ${(report.durationMs / 1000).toFixed(1)}s)` : `${head}: REJECTED, not written: ${report.gates.filter((g) => !g.passed).map((g) => `${g.name}: ${g.detail}`).join(' | ')}`);
+      },
+    });
+    const ok = entries.filter((e) => e.passed).length;
+    console.log(`\n${ok}/${count} task(s) passed every gate; report: ${reportPath}`);
     return ok === count ? 0 : 1;
   },
 };

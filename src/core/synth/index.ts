@@ -11,4 +11,4 @@ export { runGates, staticGates, type GateReport, type GateResult } from './gates
 export { checkNoSharedCode } from './noshare';
 export { buildProbes } from './probes';
 export { writeSynthesizedTask, PROGRESS_CONTRACT_FILE } from './write';
-export { evaluateProgress, loadProgressContract, progressContractPath, type ProgressEvaluation } from './progress';
+export { evaluateProgress, loadProgressContract, progressContractPath, createProgressRecorder, applyPprs, type ProgressEvaluation, type ProgressRecorder } from './progress';

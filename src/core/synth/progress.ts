@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { TbrlError, errorMessage } from '../errors';
 import type { Sandbox } from '../sandbox/types';
 import type { Task } from '../tasks/model';
-import { checkContract, gatedCredit, potential, type ProgressContract } from './contract';
+import type { RewardRecord, StepRecord } from '../trajectory/schema';
+import { checkContract, gatedCredit, potential, pprsReward, PPRS_LAMBDA, type ProgressContract } from './contract';
 
 /**
  * Φ of a running container: the task's rendered grader (tests/progress.py + progress.json) is
@@ -58,4 +59,55 @@ export async function evaluateProgress(sandbox: Sandbox, task: Task, options: { 
   } finally {
     await sandbox.execArgv(['rm', '-rf', dir]).catch(() => undefined);
   }
+}
+
+/**
+ * Per-step Φ for the run loop. `onStep` sets `step.phi` (awaited by the loop before the step is
+ * written); `finish` turns the test reward into PPRS, R = 1[pass] + λ·Φ(s_T). For tasks without
+ * a progress contract both are no-ops, so the run loop can always install the recorder.
+ */
+export interface ProgressRecorder {
+  /** Whether the task has a progress contract (known after the first call). */
+  enabled(): Promise<boolean>;
+  onStep(step: StepRecord): Promise<void>;
+  /** Φ of the final state: the last step's Φ, or a fresh evaluation when no step ran. */
+  finalPhi(): Promise<number | undefined>;
+  finish(reward: RewardRecord): Promise<RewardRecord>;
+}
+
+export function createProgressRecorder(sandbox: Sandbox, task: Task, options: { onError?: (message: string) => void } = {}): ProgressRecorder {
+  let contract: Promise<ProgressContract | undefined> | undefined;
+  let last: number | undefined;
+  const has = async () => (await (contract ??= loadProgressContract(task))) !== undefined;
+  const measure = async (): Promise<number | undefined> => {
+    try {
+      return (await evaluateProgress(sandbox, task))?.phi;
+    } catch (err) {
+      // A failing grader must not end the run: the step is kept without Φ and the problem reported.
+      options.onError?.(`progress grader: ${errorMessage(err)}`);
+      return undefined;
+    }
+  };
+  return {
+    enabled: has,
+    async onStep(step) {
+      if (!(await has())) return;
+      const phi = await measure();
+      if (phi !== undefined) step.phi = last = phi;
+    },
+    async finalPhi() {
+      if (!(await has())) return undefined;
+      return last ?? (last = await measure());
+    },
+    async finish(reward) {
+      const phi = await this.finalPhi();
+      return phi === undefined ? reward : applyPprs(reward, phi);
+    },
+  };
+}
+
+/** PPRS on a test reward: pass means every weighted test passed (tests score 1). */
+export function applyPprs(reward: RewardRecord, phi: number, lambda = PPRS_LAMBDA): RewardRecord {
+  const r = pprsReward(reward.tests === 1 && !reward.testError, phi, lambda);
+  return { ...reward, pprs: { pass: r.pass, phi: r.phi, lambda: r.lambda }, total: r.total };
 }
