@@ -13,7 +13,8 @@ import { RayJobsClient, packagePath } from '../../src/core/trainer/jobs';
 import { jobRequest } from '../../src/core/trainer/submit';
 import { secretValuesFromEnv } from '../../src/core/trainer/secrets';
 import { TbrlError } from '../../src/core/errors';
-import { clusterFrom } from '../../src/cli/commands/train';
+import { clusterFrom, trainBundleCommand, trainSubmitCommand } from '../../src/cli/commands/train';
+import { UsageError } from '../../src/cli/command';
 import { loadVector, makeTask, scratch, writeGroup } from './trainer-fixtures';
 
 const root = scratch('tbrl-trainer-unit-');
@@ -207,4 +208,11 @@ test('connection: a Ray older than the minimum, a non-Ray server and a proxy tha
   } finally {
     server.close();
   }
+});
+
+test('CLI: a shell glob after --tasks is refused instead of silently dropping tasks', async () => {
+  for (const cmd of [trainSubmitCommand, trainBundleCommand]) {
+    await assert.rejects(cmd.run({ positionals: ['tasks/b', 'tasks/c'], values: { preset: 'dryrun', tasks: ['tasks/a'], cluster: 'http://127.0.0.1:1', out: '/dev/null' } }), (e: Error) => e instanceof UsageError && /--tasks a,b/.test(e.message));
+  }
+  await assert.rejects(trainBundleCommand.run({ positionals: [], values: { preset: 'dryrun', algorithm: 'ppo', out: '/dev/null' } }), /grpo or depgpo/);
 });

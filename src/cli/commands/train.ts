@@ -57,6 +57,13 @@ function describe(job: JobDetails): string {
   return `${job.submission_id}  ${job.status}${took}${job.message ? `  ${job.message.split('\n')[0].slice(0, 160)}` : ''}`;
 }
 
+/** `--tasks tasks/*` expands to several words; only the first would be taken without this check. */
+function noStrays(positionals: string[]): void {
+  if (positionals.length > 0) {
+    throw new UsageError(`unexpected argument(s) ${positionals.slice(0, 3).map((p) => `"${p}"`).join(' ')}: give lists with commas or repeat the flag, e.g. --tasks a,b or --tasks a --tasks b (a shell glob: --tasks "$(ls -d tasks/* | paste -sd,)")`);
+  }
+}
+
 function one(positionals: string[], usage: string): string {
   if (positionals.length !== 1) throw new UsageError(`expected one job id (${usage})`);
   return positionals[0];
@@ -79,7 +86,8 @@ export const trainSubmitCommand: CliCommand = {
     follow: { type: 'boolean' },
     json: { type: 'boolean' },
   },
-  async run({ values }) {
+  async run({ positionals, values }) {
+    noStrays(positionals);
     const preset = values.preset as string | undefined;
     if (!preset) throw new UsageError(`--preset is required: one of ${Object.keys(loadPresets()).join(', ')}`);
     const algorithm = ((values.algorithm as string | undefined) ?? 'grpo') as Algorithm;
@@ -219,7 +227,8 @@ export const trainListCommand: CliCommand = {
   summary: 'Training jobs on the cluster (submitted by tbrl), newest first',
   usage: 'train list --cluster URL [--all] [--json]',
   options: { ...clusterOptions, all: { type: 'boolean' }, json: { type: 'boolean' } },
-  async run({ values }) {
+  async run({ positionals, values }) {
+    noStrays(positionals);
     const client = new RayJobsClient(clusterFrom(values));
     const jobs = (await client.list())
       .filter((j) => values.all === true || (j.submission_id ?? '').startsWith('tbrl-'))
@@ -243,7 +252,8 @@ export const trainBundleCommand: CliCommand = {
     override: { type: 'string', multiple: true },
     out: { type: 'string', short: 'o' },
   },
-  async run({ values }) {
+  async run({ positionals, values }) {
+    noStrays(positionals);
     const preset = values.preset as string | undefined;
     if (!preset) throw new UsageError(`--preset is required: one of ${Object.keys(loadPresets()).join(', ')}`);
     getPreset(preset);

@@ -201,7 +201,10 @@ export class RayJobsClient {
         if (all.length > delivered) onText(all.slice(delivered));
         return job;
       }
-      if (!closedCleanly || !job) failures++;
+      // A socket that closes cleanly without a single frame while the job runs is broken too
+      // (that is how a proxy that mangles frames looks); a productive connection resets the count.
+      if (!closedCleanly || !job || seen === 0) failures++;
+      else failures = 0;
       if (failures > maxReconnects) {
         throw new TbrlError('ray-tail-failed', `Lost the log stream of job ${id} ${failures} times${lastError ? ` (last: ${lastError})` : ''}; the job itself may still be running.`, `Check the job with \`tbrl train status ${id}\` and re-attach with \`tbrl train logs ${id} --follow\`.`);
       }
