@@ -88,16 +88,16 @@ test('`tbrl run` with no endpoint says it uses the oracle, shows progress and a 
   const run = await runCli(['run', EXAMPLE, '--out', out], cleanEnv({}));
   assert.equal(run.code, 0, run.stderr);
   assert.match(run.stderr, /no model endpoint configured .*using the oracle policy/);
-  assert.match(run.stderr, /step 0 \([\d.]+ s\): bash "mkdir -p \/app\/out" → exit 0/);
+  assert.match(run.stderr, /step 0 \([\d.]+ s\): bash ".+" → exit 0, \d+ ms/);
   assert.match(run.stdout, /Reward: +1\.000 \(tests 1\.000\)/);
-  assert.match(run.stdout, /Steps: +3 \(ended: finished/);
+  assert.match(run.stdout, /Steps: +\d+ \(ended: finished/);
   assert.match(run.stdout, new RegExp(`Trajectory: +${join(out, 'trajectory.jsonl').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
   assert.ok(existsSync(join(out, 'report.md')));
   assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| Reward \| 1\.000 \|/);
 
   const replay = await runCli(['replay', out], cleanEnv({}));
   assert.equal(replay.code, 0, replay.stderr);
-  assert.match(replay.stdout, /── step 2/);
+  assert.match(replay.stdout, /── step 1/);
   assert.match(replay.stdout, /Reward: 1\.000/);
   const atif = await runCli(['replay', join(out, 'trajectory.jsonl'), '--format', 'atif'], cleanEnv({}));
   assert.equal(JSON.parse(atif.stdout).schema_version, 'ATIF-v1.4');
