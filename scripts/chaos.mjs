@@ -11,17 +11,12 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 
 const filters = process.argv.slice(2);
-// Order matters: cheap bad-input first, load last before the leak check.
-const ORDER = ['bad-input', 'ray', 'actions-live', 'containment', 'security', 'webview', 'faults', 'load'];
+// Files run one at a time (--test-concurrency=1), so no case competes with another case's load.
 const files = readdirSync('test/chaos')
   .filter((f) => f.endsWith('.test.ts'))
-  .sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))
+  .sort()
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .map((f) => join('test/chaos', f));
-function rank(f) {
-  const i = ORDER.indexOf(f.replace(/\.test\.ts$/, ''));
-  return i < 0 ? ORDER.length : i;
-}
 
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-chaos-'));
 const rowsFile = join(scratch, 'rows.jsonl');
