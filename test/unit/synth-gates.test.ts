@@ -152,6 +152,14 @@ describe('gates reject a broken generator', () => {
     assert.equal(report.tasks[0].written, undefined);
   });
 
+  it('a Python grader that disagrees with the independent TypeScript grader', async () => {
+    const t = broken((x) => { x.taskFiles['tests/progress.py'] = x.taskFiles['tests/progress.py'].replace('        return 0.5\n', '        return 1.0\n'); });
+    assert.ok(t.taskFiles['tests/progress.py'].includes('return 1.0\n    return matched'), 'the mutation applied');
+    const r = await runGates(t, { probes: (name) => name === 'reversed-rows' });
+    assert.equal(gate(r, 'gaming-probes')!.passed, false);
+    assert.match(gate(r, 'gaming-probes')!.detail, /reversed-rows: graders disagree on node clean: progress.py gives 1, the TypeScript grader 0.5/);
+  });
+
   it('expected answers leaked into the agent workspace', async () => {
     const t = broken((x) => { x.taskFiles['app/data/notes.json'] = x.taskFiles['tests/progress.json']; });
     const r = await runGates(t, { probes: false });

@@ -13,6 +13,7 @@ import { parseWorld, renderWorld } from '../../src/core/synth/render';
 import { applyFault, applyFaults, revertFault, revertFaults } from '../../src/core/synth/faults';
 import { checkContract, gatedCredit, potential, pprsReward, type ProgressContract } from '../../src/core/synth/contract';
 import { applyPprs } from '../../src/core/synth/progress';
+import { tableCredit } from '../../src/core/synth/ts-grader';
 import { checkNoSharedCode } from '../../src/core/synth/noshare';
 import { synthesize } from '../../src/core/synth/generate';
 import { buildProbes } from '../../src/core/synth/probes';
@@ -187,6 +188,16 @@ describe('progress contract', () => {
     assert.deepEqual(applyPprs({ ...base, tests: 1, total: 1 }, 0.85), { ...base, tests: 1, total: 1.2125, pprs: { pass: true, phi: 0.85, lambda: 0.25 } });
     assert.equal(applyPprs({ ...base, tests: 0.99 }, 0.85).total, 0.2125);
     assert.equal(applyPprs({ ...base, testError: { kind: 'timeout', message: 'x', logTail: '' } }, 0.3).total, 0.075);
+  });
+
+  it('grades a table by multiset overlap, halves a right-but-misordered one, and needs the exact header', () => {
+    const want = { header: ['k', 'v'], rows: [['a', '1'], ['b', '2'], ['b', '2'], ['c', '3']] };
+    assert.equal(tableCredit(['k,v', 'a,1', 'b,2', 'b,2', 'c,3'], want), 1);
+    assert.equal(tableCredit(['k,v', 'c,3', 'b,2', 'b,2', 'a,1'], want), 0.5);
+    assert.equal(tableCredit(['k,v', 'a,1', 'b,2'], want), 0.5);
+    assert.equal(tableCredit(['k,v', 'a,1', 'b,2', 'b,2', 'c,3', 'x,9'], want), 0.8, 'junk rows dilute the credit');
+    assert.equal(tableCredit(['K,V', 'a,1', 'b,2', 'b,2', 'c,3'], want), 0);
+    assert.equal(tableCredit(undefined, want), 0);
   });
 
   it('rejects weights that do not sum to 1, forward preconditions and bad credits', () => {

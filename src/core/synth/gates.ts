@@ -11,6 +11,7 @@ import { checkNoSharedCode, type ShareFinding } from './noshare';
 import { buildProbes } from './probes';
 import { BUILD_DB_SCRIPT, parseDimBRows, parseWorld, sqlSource } from './render';
 import { SOLVER_PRELUDE } from './solver-program';
+import { gradeInTypeScript } from './ts-grader';
 
 /**
  * Generation-time gates, run on the host in a scratch directory with python3: the rendered
@@ -64,6 +65,11 @@ export async function gradeOnHost(t: SynthesizedTask, root: string, app: string,
   // The TypeScript path recomputes gating and Φ from the grader's raw credits: the two must agree.
   const ts = potential(t.contract, parsed.credit);
   if (Math.abs(ts - parsed.phi) > 1e-9) throw new Error(`grader printed Φ=${parsed.phi} but its credits give Φ=${ts}`);
+  // And an independent TypeScript grader must give the same credit on the same workspace.
+  const own = await gradeInTypeScript(t, app);
+  for (const n of t.contract.nodes) {
+    if (Math.abs(own.credit[n.id] - parsed.credit[n.id]) > 1e-9) throw new Error(`graders disagree on node ${n.id}: progress.py gives ${parsed.credit[n.id]}, the TypeScript grader ${own.credit[n.id]}`);
+  }
   return parsed;
 }
 
