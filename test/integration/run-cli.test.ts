@@ -143,3 +143,31 @@ test('Ctrl-C (SIGINT) stops a running step at once, closes the container and wri
     await srv.close();
   }
 });
+
+test('`tbrl run --attempts 2 --select refine` shows attempt 2 a summary of attempt 1 and keeps the better one', async () => {
+  const srv = await startOpenAIServer({ models: ['m'] });
+  // Attempt 1 gives up at once (reward 0); attempt 2 runs the reference solution (reward 1).
+  const solution = readFileSync(join(EXAMPLE, 'solution.sh'), 'utf8');
+  srv.respond = (req) => {
+    const first = req.messages.find((m) => m.role === 'user')?.content ?? '';
+    if (!first.includes('<previous_attempt>')) return '<finish>\nmessage: giving up\n</finish>';
+    return req.messages.length <= 2 ? `<bash>\ncmd: |\n${solution.split('\n').map((l) => `  ${l}`).join('\n')}\n</bash>` : '<finish>\nmessage: done\n</finish>';
+  };
+  const out = join(scratch, 'refine');
+  try {
+    const run = await runCli(['run', EXAMPLE, '--out', out, '--base-url', srv.baseUrl, '--model', 'm', '--attempts', '2', '--select', 'refine'], cleanEnv({}));
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /Attempts: +1:0 +2:1/);
+    assert.match(run.stdout, /Selected: +attempt 2/);
+    const secondPrompt = srv.requests.find((r) => r.messages.some((m) => m.content.includes('<previous_attempt>')));
+    assert.ok(secondPrompt, 'attempt 2 saw a summary of attempt 1');
+    assert.match(secondPrompt.messages[1].content, /Ended: finished — giving up after 1 steps\. Reward 0/);
+    const summary = JSON.parse(readFileSync(join(out, 'attempts.json'), 'utf8')) as { select: string; selected: number; attempts: Array<{ reward: number }> };
+    assert.equal(summary.select, 'refine');
+    assert.equal(summary.selected, 1);
+    assert.deepEqual(summary.attempts.map((a) => a.reward), [0, 1]);
+    assert.ok(existsSync(join(out, 'attempt-1', 'trajectory.jsonl')) && existsSync(join(out, 'attempt-2', 'trajectory.jsonl')));
+  } finally {
+    await srv.close();
+  }
+});

@@ -4,6 +4,9 @@ import { runTask, type RunProgress, type RunTaskResult } from '../../core/run/ru
 import { actionSummary, PARSE_ERROR } from '../../core/trajectory/replay';
 import type { StepRecord } from '../../core/trajectory/schema';
 import { TbrlError } from '../../core/errors';
+import { runAttempts, type AttemptsOutcome } from '../../core/verifier/attempts';
+import { join, resolve } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
 
 function num(values: Record<string, unknown>, key: string, integer: boolean): number | undefined {
   const raw = values[key];
@@ -74,11 +77,15 @@ export const runCommand: CliCommand = {
     'run <task-dir> [--base-url URL] [--model NAME] [--api-key KEY] [--n N] [--policy model|oracle]',
     '                [--verifier listwise|pointwise|pairwise|decision-only] [--max-steps N] [--max-time SEC]',
     '                [--max-tokens N] [--judge MODEL] [--out DIR] [--checkpoint] [--no-trace]',
+    '                [--attempts T --select best|refine]',
     '',
     'Without an endpoint (--base-url, OPENAI_BASE_URL or .tbrl/config.json) the oracle policy runs the',
     "task's reference solution. The model name comes from --model, TBRL_MODEL or the config file.",
     'With --judge (or TBRL_JUDGE_MODEL) an LLM judge on the same endpoint adds its score: 0.65 × tests + 0.35 × judge.',
     'Output: runs/<task>-<time>/trajectory.jsonl and report.md (or --out DIR).',
+    'With --attempts T: T runs in <out>/attempt-<k>/; --select best keeps the highest reward (a trajectory',
+    'verifier on the same endpoint breaks ties), --select refine shows each attempt a summary of the last',
+    'and stops at reward 1. The choice is written to <out>/attempts.json.',
   ].join('\n'),
   options: {
     'base-url': { type: 'string' },
@@ -94,6 +101,8 @@ export const runCommand: CliCommand = {
     out: { type: 'string' },
     checkpoint: { type: 'boolean' },
     'no-trace': { type: 'boolean' },
+    attempts: { type: 'string' },
+    select: { type: 'string' },
   },
   async run({ positionals, values }) {
     if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing <task-dir> (e.g. tbrl run examples/hello-world)' : `expected one task directory, got ${positionals.length}: ${positionals.join(' ')}`);
@@ -112,25 +121,30 @@ export const runCommand: CliCommand = {
       }
     };
     process.on('SIGINT', onSigint);
+    const baseOptions = {
+      taskDir: positionals[0],
+      baseUrl: values['base-url'] as string | undefined,
+      model: values.model as string | undefined,
+      apiKey: values['api-key'] as string | undefined,
+      n: num(values, 'n', true),
+      policy: policy as 'model' | 'oracle' | undefined,
+      verifier: values.verifier as string | undefined,
+      maxSteps: num(values, 'max-steps', true),
+      maxTimeSec: num(values, 'max-time', false),
+      maxTokens: num(values, 'max-tokens', true),
+      judgeModel: values.judge as string | undefined,
+      checkpoint: values.checkpoint === true,
+      trace: values['no-trace'] !== true,
+      signal: controller.signal,
+      onProgress: printProgress,
+    };
+    const attempts = num(values, 'attempts', true) ?? 1;
+    const select = (values.select as string | undefined) ?? 'best';
+    if (select !== 'best' && select !== 'refine') throw new UsageError(`--select must be best or refine, not "${select}"`);
+    if (values.select !== undefined && attempts < 2) throw new UsageError('--select needs --attempts 2 or more (e.g. --attempts 3 --select refine)');
     try {
-      const result = await runTask({
-        taskDir: positionals[0],
-        baseUrl: values['base-url'] as string | undefined,
-        model: values.model as string | undefined,
-        apiKey: values['api-key'] as string | undefined,
-        n: num(values, 'n', true),
-        policy: policy as 'model' | 'oracle' | undefined,
-        verifier: values.verifier as string | undefined,
-        maxSteps: num(values, 'max-steps', true),
-        maxTimeSec: num(values, 'max-time', false),
-        maxTokens: num(values, 'max-tokens', true),
-        judgeModel: values.judge as string | undefined,
-        outDir: values.out as string | undefined,
-        checkpoint: values.checkpoint === true,
-        trace: values['no-trace'] !== true,
-        signal: controller.signal,
-        onProgress: printProgress,
-      });
+      if (attempts > 1) return await runSeveral(baseOptions, attempts, select, values.out as string | undefined, controller.signal);
+      const result = await runTask({ ...baseOptions, outDir: values.out as string | undefined });
       printSummary(result);
       return result.footer.endReason === 'interrupted' ? 130 : 0;
     } catch (err) {
@@ -146,3 +160,40 @@ export const runCommand: CliCommand = {
     }
   },
 };
+
+type RunOptions = Omit<Parameters<typeof runTask>[0], 'outDir' | 'previousAttempt'>;
+
+/** Best-of-T / Sequential Refine: each attempt is a full run in its own directory. */
+async function runSeveral(options: RunOptions, attempts: number, select: 'best' | 'refine', out: string | undefined, signal: AbortSignal): Promise<number> {
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
+  const root = resolve(out ?? join('runs', `${options.taskDir.replace(/\/+$/, '').split('/').pop() || 'task'}-${stamp}-x${attempts}`));
+  const verifierEndpoint = options.baseUrl ?? process.env.OPENAI_BASE_URL;
+  const outcome: AttemptsOutcome = await runAttempts(
+    async (attempt, previousSummary) => {
+      if (signal.aborted) throw new TbrlError('run-interrupted', 'Interrupted before this attempt started.');
+      console.error(`\n• Attempt ${attempt}/${attempts}${previousSummary ? ' (with a summary of the previous attempt)' : ''}`);
+      const result = await runTask({ ...options, outDir: join(root, `attempt-${attempt}`), previousAttempt: previousSummary });
+      printSummary(result);
+      return { trajectoryPath: result.trajectoryPath, reward: result.footer.reward?.total };
+    },
+    {
+      attempts,
+      select,
+      // Ties between equally rewarded attempts go to a trajectory verifier on the generator's endpoint.
+      verifier: verifierEndpoint && (options.model ?? process.env.TBRL_MODEL)
+        ? { baseUrl: verifierEndpoint, model: process.env.TBRL_VERIFIER_MODEL ?? options.model ?? process.env.TBRL_MODEL ?? '', apiKey: options.apiKey ?? process.env.OPENAI_API_KEY }
+        : undefined,
+      log: (line) => console.error(`  ${line}`),
+    },
+  );
+  mkdirSync(root, { recursive: true });
+  writeFileSync(join(root, 'attempts.json'), JSON.stringify({ select, ...outcome }, null, 2) + '\n');
+  const chosen = outcome.attempts[outcome.selected];
+  console.log('');
+  console.log(`Attempts:   ${outcome.attempts.map((a) => `${a.attempt}:${a.error ? 'failed' : (a.reward ?? 'n/a')}`).join('  ')}`);
+  console.log(`Selected:   attempt ${chosen.attempt} (${outcome.reason})`);
+  console.log(`Trajectory: ${chosen.trajectoryPath || '(none: every attempt failed)'}`);
+  console.log(`Summary:    ${join(root, 'attempts.json')}`);
+  if (signal.aborted) return 130;
+  return chosen.error ? 1 : 0;
+}

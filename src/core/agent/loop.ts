@@ -54,6 +54,8 @@ export interface LoopOptions {
   onEvent?: (event: LoopEvent) => void;
   /** Abort ends the run as 'cancelled' (or 'interrupted' when the abort reason is the string 'interrupted'). */
   signal?: AbortSignal;
+  /** Sequential Refine: a summary of the previous attempt, shown with the task. */
+  previousAttempt?: string;
   /** Resume from a checkpoint: the conversation, state and step number to continue from. */
   resume?: { messages: ChatMessage[]; state: AgentState; nextStep: number };
 }
@@ -75,7 +77,7 @@ export const DEFAULT_MAX_OBSERVATION_BYTES = 16 * 1024;
 export async function runAgentLoop(options: LoopOptions): Promise<LoopResult> {
   const started = Date.now();
   const deadline = options.limits.maxTimeMs !== undefined ? started + options.limits.maxTimeMs : undefined;
-  const messages: ChatMessage[] = options.resume ? [...options.resume.messages] : initialMessages(options.systemPrompt, options.task);
+  const messages: ChatMessage[] = options.resume ? [...options.resume.messages] : initialMessages(options.systemPrompt, options.task, options.previousAttempt);
   const state: AgentState = options.resume ? structuredClone(options.resume.state) : { todos: [], nextTodoId: 1, scratchpad: [] };
   const steps: StepRecord[] = [];
   const usage = { promptTokens: 0, completionTokens: 0 };

@@ -26,9 +26,12 @@ export function loadSystemPrompt(version = SYSTEM_PROMPT_VERSION): { version: st
   return { version, text: readFileSync(promptPath(version), 'utf8').trimEnd() };
 }
 
-/** The first user message: the task statement, and what the agent cannot see for itself. */
-export function taskMessage(task: Task): string {
-  return [
+/**
+ * The first user message: the task statement, and what the agent cannot see for itself.
+ * `previousAttempt` (Sequential Refine) is a summary of the last attempt on this task.
+ */
+export function taskMessage(task: Task, previousAttempt?: string): string {
+  const lines = [
     'Here is your task.',
     '',
     '<task>',
@@ -36,12 +39,16 @@ export function taskMessage(task: Task): string {
     '</task>',
     '',
     `You have about ${Math.round(task.agentTimeoutSec / 60) || 1} minute(s). Start with planning (a todo list), then explore read-only before changing anything.`,
-  ].join('\n');
+  ];
+  if (previousAttempt) {
+    lines.push('', 'An earlier attempt at this task did not fully succeed. Its summary follows; the container has been reset, so nothing it did is still there. Learn from it rather than repeating it.', '', '<previous_attempt>', previousAttempt.trim(), '</previous_attempt>');
+  }
+  return lines.join('\n');
 }
 
-export function initialMessages(systemPrompt: string, task: Task): ChatMessage[] {
+export function initialMessages(systemPrompt: string, task: Task, previousAttempt?: string): ChatMessage[] {
   return [
     { role: 'system', content: systemPrompt },
-    { role: 'user', content: taskMessage(task) },
+    { role: 'user', content: taskMessage(task, previousAttempt) },
   ];
 }

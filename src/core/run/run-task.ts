@@ -7,7 +7,8 @@ import { runAgentLoop, type BeforeExecuteDecision, type LoopResult, type Pending
 import { createOraclePolicy } from '../agent/oracle';
 import { loadSystemPrompt } from '../agent/prompt';
 import { createModelPolicy } from '../model/policy';
-import { VERIFIER_MODES, type VerifierConfig, type VerifierMode } from '../verifier/types';
+import type { VerifierConfig } from '../verifier/types';
+import { verifierConfigFrom } from '../verifier/config';
 import type { Sandbox, SandboxProvider } from '../sandbox/types';
 import { DockerSandboxProvider } from '../sandbox/provider';
 import { createTracedSandbox } from '../trace/traced-sandbox';
@@ -52,6 +53,8 @@ export interface RunTaskOptions extends RunConfigInput {
   trace?: boolean;
   /** Skip the reward (e.g. an editor session that only explores). */
   skipReward?: boolean;
+  /** Sequential Refine: what the previous attempt did and how it ended, shown with the task. */
+  previousAttempt?: string;
 }
 
 export interface RunTaskResult {
@@ -65,6 +68,8 @@ export interface RunTaskResult {
   policyDescription: string;
   warnings: string[];
 }
+
+const SANDBOX_LOST_CODES = new Set(['DOCKER_DIED', 'CONTAINER_GONE']);
 
 function timestamp(d = new Date()): string {
   return d.toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
@@ -81,14 +86,10 @@ function buildPolicy(task: Task, config: ResolvedRunConfig, env: NodeJS.ProcessE
   let verifier: VerifierConfig | undefined;
   let verifierHeader: TrajectoryHeader['verifier'];
   if (config.verifier && config.verifier !== 'none') {
-    if (!VERIFIER_MODES.includes(config.verifier as VerifierMode)) {
-      throw new TbrlError('config-invalid', `Unknown verifier mode "${config.verifier}".`, `Use one of: ${VERIFIER_MODES.join(', ')}, or none.`);
-    }
     if (m.n < 2) throw new TbrlError('config-invalid', `The ${config.verifier} verifier needs several candidates to choose from, but n=${m.n}.`, 'Sample more candidates, e.g. --n 4, or drop --verifier.');
-    // The verifier uses the generator's endpoint unless TBRL_VERIFIER_MODEL names another model on it.
-    const verifierModel = env.TBRL_VERIFIER_MODEL || m.model;
-    verifier = { mode: config.verifier as VerifierMode, endpoint: { ...modelConfig, model: verifierModel } };
-    verifierHeader = { mode: config.verifier, n: m.n, model: verifierModel };
+    // Same endpoint and model as the generator unless TBRL_VERIFIER_BASE_URL / _MODEL / _API_KEY say otherwise.
+    verifier = verifierConfigFrom({ mode: config.verifier }, modelConfig, env);
+    verifierHeader = { mode: verifier.mode, n: m.n, model: verifier.endpoint.model };
   }
   return {
     policy: createModelPolicy(modelConfig, { n: m.n, verifier }),
@@ -142,7 +143,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     task: { id: task.id, dir: task.dir, format: task.format, instruction: task.instruction },
     policy: policyHeader,
     ...(verifierHeader ? { verifier: verifierHeader } : {}),
-    config: { policyDescription: policy.description, configSources: config.sources, checkpoint: !!options.checkpoint, trace: options.trace ?? true },
+    config: { policyDescription: policy.description, configSources: config.sources, checkpoint: !!options.checkpoint, trace: options.trace ?? true, ...(options.previousAttempt ? { previousAttempt: options.previousAttempt } : {}) },
     versions: { tbrl: VERSION, node: process.version, promptVersion: prompt.version },
     systemPrompt: prompt.text,
     limits: { maxSteps: config.maxSteps, maxTimeSec, ...(config.maxTokens !== undefined ? { maxTokens: config.maxTokens } : {}) },
@@ -189,6 +190,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
       limits: { maxSteps: config.maxSteps, maxTimeMs: maxTimeSec * 1000, maxTokens: config.maxTokens },
       trace: options.trace ?? true,
       checkpoint: options.checkpoint,
+      previousAttempt: options.previousAttempt,
       beforeExecute: options.beforeExecute,
       signal: options.signal,
       onStep: (s) => {
@@ -232,7 +234,12 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
   }
 
   const aborted = options.signal?.aborted;
-  const endReason: TrajectoryFooter['endReason'] = failure ? (aborted ? (options.signal?.reason === 'interrupted' ? 'interrupted' : 'cancelled') : 'error') : loop!.endReason;
+  // Losing the Docker daemon or the container is an interruption of the run, not a fault of the
+  // agent: the steps so far are kept and the run can be forked from its last checkpoint.
+  const lostSandbox = failure instanceof TbrlError && SANDBOX_LOST_CODES.has(failure.code);
+  const endReason: TrajectoryFooter['endReason'] = failure
+    ? aborted ? (options.signal?.reason === 'interrupted' ? 'interrupted' : 'cancelled') : lostSandbox ? 'interrupted' : 'error'
+    : loop!.endReason;
   const footer: TrajectoryFooter = {
     type: 'footer',
     endedAt: new Date().toISOString(),
