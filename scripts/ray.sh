@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Local Ray head for the trainer-bridge tests: scripts/ray.sh start|stop|status|python
-# Uses the venv made by scripts/setup.sh (.venv-ray, Ray pinned there). Listens on loopback only,
+# Uses the venv made by scripts/setup.sh (.venv/ray, Ray pinned there). Listens on loopback only,
 # dashboard (Jobs API) on TBRL_RAY_DASHBOARD_PORT (default 8365, not Ray's 8265, so a user's own
 # local cluster is left alone); GCS on TBRL_RAY_PORT (default 6479).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VENV="${TBRL_RAY_VENV:-$PWD/.venv-ray}"
+VENV="${TBRL_RAY_VENV:-$PWD/.venv/ray}"
 DASH_PORT="${TBRL_RAY_DASHBOARD_PORT:-8365}"
 GCS_PORT="${TBRL_RAY_PORT:-6479}"
 TMP_DIR="${TBRL_RAY_TMP:-/tmp/tbrl-ray}"
 RAY="$VENV/bin/ray"
 
 die() { printf '[ray.sh] %s\n' "$*" >&2; exit 1; }
-[ -x "$RAY" ] || die "no Ray at $RAY: run scripts/setup.sh (it creates .venv-ray with ray[default])"
+[ -x "$RAY" ] || die "no Ray at $RAY: run scripts/setup.sh (it creates .venv/ray with ray[default])"
 # Jobs run `python -m tbrl_bridge...`: the venv's python must come first on the raylet's PATH.
 export PATH="$VENV/bin:$PATH"
 export RAY_USAGE_STATS_ENABLED=0

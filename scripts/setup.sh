@@ -64,10 +64,10 @@ fi
 log "building bundles"
 npm run -s build || die "build failed"
 # --- Python + Ray for the trainer bridge (owned by the trainer-bridge work; keep this section together) ---
-# A venv at .venv-ray holds ray[default] (pinned: the Jobs API the tests exercise), pytest and pyarrow
+# A venv at .venv/ray (git ignores .venv/) holds ray[default] (pinned: the Jobs API the tests exercise), pytest and pyarrow
 # (the bridge writes the verl/rLLM parquet). Fast when already there: one import check.
 RAY_VERSION=2.60.0
-RAY_VENV=.venv-ray
+RAY_VENV=.venv/ray
 ray_ok() { "$RAY_VENV/bin/python" -c "import ray, pytest, pyarrow, sys; sys.exit(ray.__version__ != '$RAY_VERSION')" >/dev/null 2>&1; }
 if ! ray_ok; then
   command -v python3 >/dev/null || apt_install python3 python3-venv
