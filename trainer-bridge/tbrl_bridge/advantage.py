@@ -176,22 +176,16 @@ def register_with_verl() -> Optional[str]:
 
     @decorator
     def compute_depgpo_outcome_advantage(token_level_rewards, response_mask, index=None, config=None, depgpo_token_factors=None, **kwargs):
-        scores = token_level_rewards.sum(dim=-1)
-        normalize = True
-        if config is not None:
-            normalize = bool(getattr(config, "norm_adv_by_std_in_grpo", True))
+        # The arithmetic is compute_depgpo_advantage_np's (tested against the shared vectors);
+        # this wrapper only moves tensors in and out. A training step's batch is small enough.
+        normalize = bool(getattr(config, "norm_adv_by_std_in_grpo", True)) if config is not None else True
         with torch.no_grad():
-            adv = torch.zeros_like(scores)
-            keys = list(index) if index is not None else [0] * scores.shape[0]
-            groups: dict[Any, list[int]] = {}
-            for i, k in enumerate(keys):
-                groups.setdefault(k, []).append(i)
-            for members in groups.values():
-                vals = group_advantages([float(scores[i]) for i in members], normalize)
-                for i, a in zip(members, vals):
-                    adv[i] = a
-            mult = depgpo_token_factors if depgpo_token_factors is not None else torch.ones_like(response_mask, dtype=adv.dtype)
-            advantages = adv.unsqueeze(-1) * mult.to(adv.dtype) * response_mask
+            scores = token_level_rewards.sum(dim=-1).tolist()
+            mask = response_mask.tolist()
+            keys = list(index) if index is not None else [0] * len(scores)
+            mult = depgpo_token_factors.tolist() if depgpo_token_factors is not None else [[1.0] * len(m) for m in mask]
+            adv = compute_depgpo_advantage_np(scores, keys, mult, mask, normalize)
+            advantages = torch.tensor(adv, dtype=token_level_rewards.dtype, device=token_level_rewards.device)
         return advantages, advantages
 
     return None

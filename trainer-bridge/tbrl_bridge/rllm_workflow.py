@@ -78,3 +78,12 @@ if WORKFLOW_IMPORT_ERROR is None:
                 finally:
                     self.env.close()
                 raise
+
+
+if WORKFLOW_IMPORT_ERROR is None:
+    # verl computes advantages inside rLLM's TaskRunner actor, another process than the job driver;
+    # that actor imports this module when it unpickles TbrlWorkflow, so registering here puts
+    # `depgpo` into the registry of the process that uses it.
+    from .advantage import register_with_verl
+
+    register_with_verl()
