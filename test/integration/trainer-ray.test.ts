@@ -171,6 +171,12 @@ test('tbrl train submit --follow streams to the end and prints the parsed metric
   assert.match(out.stdout, /env episode skipped: the bundle has no task/);
   assert.match(out.stdout, /SUCCEEDED/);
   assert.match(out.stdout, /metrics: reward 0\.5, pass rate 0\.3333, entropy -, grad norm -, DepGPO factor spread 0\b/, 'GRPO: every factor 1, no spread');
+  const m = await cli(['train', 'logs', id!, '--cluster', URL_, '--metrics']);
+  assert.equal(m.code, 0, m.stderr);
+  const parsed = JSON.parse(m.stdout) as { canonical: Record<string, Array<{ step: number; value: number }>>; events: Array<{ event?: string }> };
+  assert.deepEqual(parsed.canonical.rewardMean, [{ step: 0, value: 0.5 }]);
+  assert.deepEqual(parsed.canonical.depgpoFactorSpread, [{ step: 0, value: 0 }]);
+  assert.ok(parsed.events.some((e) => e.event === 'end'));
 });
 
 test('a cluster that is down gives the clear error', async () => {
