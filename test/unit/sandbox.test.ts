@@ -11,7 +11,7 @@ import { DockerDemuxer } from '../../src/core/sandbox/demux';
 import { findFromLines, rewriteFrom } from '../../src/core/sandbox/dockerfile-from';
 import { findSubstitute, loadBaseImageMap, normalizeImageRef } from '../../src/core/sandbox/base-images';
 import { mapDockerError } from '../../src/core/sandbox/docker-client';
-import { ContainerGoneError, DiskFullError, DockerDiedError, DockerUnavailableError } from '../../src/core/sandbox/errors';
+import { ContainerGoneError, DiskFullError, DockerDiedError, DockerRefusedError, DockerUnavailableError, statusCode } from '../../src/core/sandbox/errors';
 
 describe('CappedOutput', () => {
   it('keeps head and tail and counts exactly what was dropped, however the input is chunked', () => {
@@ -126,5 +126,12 @@ describe('Docker error mapping', () => {
     assert.ok(mapDockerError(gone, 'x', { ...ctx, connected: true, containerId: 'abc' }) instanceof ContainerGoneError);
     const missingFile = Object.assign(new Error('(HTTP code 404) no such container - Could not find the file /x'), { statusCode: 404, json: { message: 'Could not find the file /x in container abc' } });
     assert.ok(!(mapDockerError(missingFile, 'x', { ...ctx, connected: true, containerId: 'abc' }) instanceof ContainerGoneError));
+    // Any other answer from the daemon is a typed refusal quoting the daemon, with its status kept.
+    const traversal = Object.assign(new Error('(HTTP code 500) server error - invalid tar header'), { statusCode: 500, json: { message: 'error processing tar file: path escapes from parent' } });
+    const refused = mapDockerError(traversal, 'copying files to /work', { ...ctx, connected: true, containerId: 'abc' });
+    assert.ok(refused instanceof DockerRefusedError);
+    assert.equal((refused as DockerRefusedError).code, 'DOCKER_REFUSED');
+    assert.equal(statusCode(refused), 500);
+    assert.match(refused.message, /refused copying files to \/work \(HTTP 500\): error processing tar file: path escapes from parent/);
   });
 });

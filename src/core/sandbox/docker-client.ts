@@ -4,6 +4,7 @@ import {
   ContainerGoneError,
   DiskFullError,
   DockerDiedError,
+  DockerRefusedError,
   DockerUnavailableError,
   isConnectionError,
   isNoSpaceError,
@@ -60,6 +61,8 @@ export function mapDockerError(err: unknown, what: string, ctx: { target: string
   const message = daemonMessage(err);
   if (ctx.containerId && isNoSuchContainer(err)) return new ContainerGoneError(ctx.containerId, message);
   if (ctx.containerId && statusCode(err) === 409 && /not running|is paused|is restarting/i.test(message)) return new ContainerGoneError(ctx.containerId, message);
+  const status = statusCode(err);
+  if (status !== undefined) return new DockerRefusedError(what, status, message, err);
   return err instanceof Error ? err : new Error(message);
 }
 

@@ -83,6 +83,14 @@ export class ContainerGoneError extends TbrlError {
   }
 }
 
+/** The daemon answered but said no (a bad archive, an invalid option): its own words, typed. */
+export class DockerRefusedError extends TbrlError {
+  // `statusCode` keeps the daemon's status visible to statusCode() checks downstream.
+  constructor(what: string, readonly statusCode: number, daemonText: string, cause?: unknown) {
+    super('DOCKER_REFUSED', `The Docker daemon refused ${what} (HTTP ${statusCode}): ${daemonText}`, 'the daemon\'s message above names the problem; for archives, entries must be relative paths without "..".', { cause });
+  }
+}
+
 export class SandboxFileError extends TbrlError {
   constructor(readonly path: string, detail: string, cause?: unknown) {
     super('SANDBOX_FILE', `${path}: ${detail}`, 'check the path inside the sandbox (absolute paths work best).', { cause });
