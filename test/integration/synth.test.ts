@@ -6,7 +6,7 @@
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDockerProvider, LABEL_RUN } from '../../src/core/sandbox/index';
@@ -83,6 +83,33 @@ describe('Tev task in a real container', () => {
       assert.equal(probe!.credit.pipeline, 0);
       const probeTests = await runTests({ task, sandbox: sb });
       assert.equal(probeTests.tests, 0);
+    } finally {
+      await sandbox?.close();
+    }
+  });
+
+  it('a Harbor-format task (log forensics): the whole solve.sh passes through the reward file, Φ = 1', { timeout: 180_000 }, async () => {
+    const t = synthesize({ domain: 'log-forensics', tier: 'unit', seed: 8, faultCount: 3 });
+    const dir = join(scratch, `${t.id}-harbor`);
+    await writeSynthesizedTask(t, dir, 'harbor');
+    const task = await loadTask(dir);
+    assert.equal(task.format, 'harbor');
+    assert.ok(readFileSync(join(dir, 'tests/test.sh'), 'utf8').includes('reward.txt'));
+    let sandbox: Sandbox | undefined;
+    try {
+      if (!('context' in task.environment)) throw new Error('expected a Dockerfile environment');
+      sandbox = await provider.create({ image: { kind: 'dockerfile', context: task.environment.context, dockerfile: task.environment.dockerfile }, runId, network: false });
+      const sb = sandbox;
+      assert.equal((await runTests({ task, sandbox: sb })).tests, 0);
+      if (task.solution?.kind !== 'script') throw new Error('expected solution/solve.sh');
+      await sb.writeFile('/tmp/solve.sh', readFileSync(task.solution.path));
+      const solved = await sb.exec('bash /tmp/solve.sh');
+      assert.equal(solved.exitCode, 0, solved.output);
+      const progress = await evaluateProgress(sb, task);
+      assert.equal(progress!.phi, 1);
+      assert.deepEqual(progress!.gated, { clean: 1, enriched: 1, report: 1, summary: 1, pipeline: 1 });
+      const tests = await runTests({ task, sandbox: sb });
+      assert.equal(tests.tests, 1, tests.log.slice(-1500));
     } finally {
       await sandbox?.close();
     }

@@ -1,6 +1,8 @@
 import { basename } from './expected';
 import { indexPath, latePath } from './render';
-import type { DomainSpec } from './types';
+import type { DomainSpec, TableFormat } from './types';
+
+const FORMAT_NAMES: Record<TableFormat, string> = { csv: 'CSV (.csv)', tsv: 'TSV (.tsv)', jsonl: 'JSON lines (.jsonl)', kv: 'key=value log lines (.log)', 'json-array': 'JSON', sql: 'SQL' };
 
 /** The task text. It states every rule the data may need, whether or not this task's faults use it. */
 export function instructionFor(spec: DomainSpec, entry: string): string {
@@ -11,7 +13,7 @@ export function instructionFor(spec: DomainSpec, entry: string): string {
   return [
     `# ${spec.title}`,
     '',
-    `Inputs live under /app/data. The ${spec.factNoun} are split into shards under /app/${spec.shardDir}; /app/${indexPath(spec)} lists every shard file with its ${f.partition} (tab-separated, header \`file\\t${f.partition}\`). Shards are ${spec.shardFormats.join(' or ')} files with the fields ${f.id}, ${f.a}, ${f.b}, ${f.amount}. /app/${a.file} holds the ${a.noun} (${a.id}, ${a.name}, ${a.group}) and /app/${b.file} is ${dimBText}.`,
+    `Inputs live under /app/data. The ${spec.factNoun} are split into shards under /app/${spec.shardDir}; /app/${indexPath(spec)} lists every shard file with its ${f.partition} (tab-separated, header \`file\\t${f.partition}\`). Shards are ${spec.shardFormats.map((x) => FORMAT_NAMES[x]).join(' or ')} with the fields ${f.id}, ${f.a}, ${f.b}, ${f.amount}. /app/${a.file} holds the ${a.noun} (${a.id}, ${a.name}, ${a.group}) and /app/${b.file} is ${dimBText}.`,
     '',
     `Compute ${spec.story}. Write, with \`\\n\` line endings, comma-separated, a header row and no quoting:`,
     '',
@@ -24,7 +26,7 @@ export function instructionFor(spec: DomainSpec, entry: string): string {
     'The data is messy. Take care of every case below that occurs:',
     `- Some shards spell a field the old way: ${spec.aliases.amount} means ${f.amount} and ${spec.aliases.a} means ${f.a}.`,
     `- A record may appear more than once; keep one per ${f.id}.`,
-    `- Records that arrived late are in /app/${latePath(spec)} (JSON lines with a ${f.partition} field); they belong to the data.`,
+    `- Records that arrived late are in /app/${latePath(spec)} (JSON lines that carry a field named ${f.partition}); they belong to the data.`,
     `- ${b.category} values may differ in case or surrounding spaces; use the lower-case, trimmed value.`,
     `- The index lines are not necessarily in ${f.partition} order; shard file names say nothing about order.`,
     `- /app/cache may hold results of an earlier run; they are out of date.`,

@@ -1,6 +1,6 @@
 import { TbrlError } from '../errors';
 import { Prng } from './prng';
-import { FAULT_CLASSES, TIER_SCALE, type DomainSpec, type FaultClass, type ScaleTier, type World } from './types';
+import { FAULT_CLASSES, TIER_SCALE, type DomainSpec, type FactRow, type FaultClass, type ScaleTier, type World } from './types';
 
 /** A fault declared against the latent world (record ids, not line numbers), drawn with W. */
 export type FaultSpec =
@@ -50,20 +50,17 @@ export function drawWorld(spec: DomainSpec, tier: ScaleTier, seed: number, fault
     files.add(file);
     return { index, file, label: spec.partitionLabel(index), format };
   });
-  const facts = [];
-  let next = 1;
+  const drafts: Array<Omit<FactRow, 'id'>> = [];
   for (const p of partitions) {
     const n = worldRng.int(scale.factsPerPartition[0], scale.factsPerPartition[1]);
-    for (let k = 0; k < n; k++) {
-      facts.push({
-        id: `${spec.idPrefix.fact}${pad(next++, 4)}`,
-        a: worldRng.pick(dimA).id,
-        b: worldRng.pick(dimB).id,
-        amount: worldRng.int(spec.amountRange[0], spec.amountRange[1]),
-        partition: p.index,
-      });
-    }
+    for (let k = 0; k < n; k++) drafts.push({ a: worldRng.pick(dimA).id, b: worldRng.pick(dimB).id, amount: worldRng.int(spec.amountRange[0], spec.amountRange[1]), partition: p.index });
   }
+  // Ids are not in time order, so ordering by partition label is work the agent must do; within a
+  // shard rows are stored by id.
+  const numbers = worldRng.shuffle(drafts.map((_, i) => i + 1));
+  const facts: FactRow[] = drafts
+    .map((d, i) => ({ id: `${spec.idPrefix.fact}${pad(numbers[i], 4)}`, ...d }))
+    .sort((x, y) => x.partition - y.partition || (x.id < y.id ? -1 : 1));
   const world: World = { domain: spec.name, tier, seed, dimA, dimB, facts, partitions };
   checkInvariants(world);
   const faultRng = rng.fork(`faults:${spec.name}:${tier}`);
