@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { StraceParser, splitArgs, decodeCString, type TraceEvent } from '../../src/core/trace/strace-parser';
-import { aggregate, isNoiseRead } from '../../src/core/trace/aggregate';
+import { aggregate, isNoiseRead, isNoiseWrite } from '../../src/core/trace/aggregate';
 
 function parseAll(text: string, parser = new StraceParser(10, '/app')): TraceEvent[] {
   return text.trim().split('\n').flatMap((l) => parser.push(l.trim()));
@@ -129,11 +129,12 @@ test('processes inspected through /proc/<pid> and kill, not counting own childre
 40 openat(AT_FDCWD, "/proc/30/status", O_RDONLY) = 3</proc/30/status>
 40 openat(AT_FDCWD, "/proc/40/status", O_RDONLY) = 3</proc/40/status>
 40 openat(AT_FDCWD, "/proc/77/cmdline", O_RDONLY) = -1 ENOENT (No such file or directory)
+40 openat(AT_FDCWD, "/proc/1/cgroup", O_RDONLY) = 3</proc/1/cgroup>
 40 kill(55, 0) = 0
 40 +++ exited with 0 +++
 10 kill(40, SIGTERM) = 0
 `, parser), parser);
-  assert.deepEqual(raw.inspectedPids.sort(), [30, 55, 77]);
+  assert.deepEqual(raw.inspectedPids.sort(), [30, 55, 77], 'pid 1 (the container init, read for cgroup limits) is not inspected');
   assert.deepEqual(raw.reads, [], '/proc reads are never file reads');
 });
 
@@ -168,6 +169,10 @@ test('system runtime reads are filtered unless a traced command wrote them', () 
   assert.equal(isNoiseRead('/app/main.py', none), false);
   assert.equal(isNoiseRead('/usr/lib/python3/dist-packages/x.py', new Set(['/usr/lib/python3/dist-packages/x.py'])), false);
   assert.equal(isNoiseRead('/proc/self/status', new Set(['/proc/self/status'])), true);
+  // An O_TMPFILE has no name (strace -y shows /tmp/#<inode>): nothing else can ever read it.
+  assert.equal(isNoiseRead('/tmp/#2074582', none), true);
+  assert.equal(isNoiseWrite('/tmp/#2074582'), true);
+  assert.equal(isNoiseRead('/tmp/#notes', none), false);
 });
 
 test('exec of a binary outside system prefixes is a read (a build output used later)', () => {

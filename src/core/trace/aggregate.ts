@@ -32,10 +32,12 @@ const PSEUDO_PREFIXES = ['/proc/', '/sys/', '/dev/'];
 const PSEUDO_EXACT = new Set(['/proc', '/sys', '/dev', '/etc/ld.so.cache', '/etc/ld.so.preload', '/']);
 const SYSTEM_PREFIXES = ['/usr/lib/', '/usr/lib64/', '/usr/libexec/', '/usr/share/', '/usr/bin/', '/usr/sbin/', '/usr/local/lib/', '/lib/', '/lib64/', '/lib32/', '/bin/', '/sbin/', '/usr/include/'];
 const SHARED_LIB_RE = /\.so(\.\d+)*$/;
+/** strace -y's name for an O_TMPFILE file: it has no path, so no later command can read it. */
+const ANONYMOUS_TMPFILE_RE = /\/#\d+$/;
 
 export function isNoiseRead(path: string, writtenBefore: ReadonlySet<string>): boolean {
   if (PSEUDO_EXACT.has(path) || PSEUDO_PREFIXES.some((p) => path.startsWith(p))) return true;
-  if (path.startsWith('/.tbrl-')) return true;
+  if (path.startsWith('/.tbrl-') || ANONYMOUS_TMPFILE_RE.test(path)) return true;
   if (writtenBefore.has(path)) return false;
   if (SHARED_LIB_RE.test(path)) return true;
   return SYSTEM_PREFIXES.some((p) => path.startsWith(p));
@@ -43,7 +45,7 @@ export function isNoiseRead(path: string, writtenBefore: ReadonlySet<string>): b
 
 /** Writes to these are not task state: terminals, pipes, pseudo-files. */
 export function isNoiseWrite(path: string): boolean {
-  return PSEUDO_EXACT.has(path) || PSEUDO_PREFIXES.some((p) => path.startsWith(p)) || path.startsWith('/.tbrl-');
+  return PSEUDO_EXACT.has(path) || PSEUDO_PREFIXES.some((p) => path.startsWith(p)) || path.startsWith('/.tbrl-') || ANONYMOUS_TMPFILE_RE.test(path);
 }
 
 export interface AggregateContext {
@@ -145,5 +147,6 @@ export function aggregate(events: readonly TraceEvent[], ctx: AggregateContext):
 
 function noteProcRead(path: string, inspected: Set<number>): void {
   const m = /^\/proc\/(\d+)(\/|$)/.exec(path);
-  if (m) inspected.add(Number(m[1]));
+  // Pid 1 is the container's init, which no command started: runtimes read it for cgroup limits.
+  if (m && m[1] !== '1') inspected.add(Number(m[1]));
 }
