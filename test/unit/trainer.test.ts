@@ -99,6 +99,7 @@ test('bundle: bad input is refused with the fix', async () => {
   await assert.rejects(buildBundle({ preset: 'dryrun', algorithm: 'grpo', taskDirs: [task, task], trajectories: [] }), (e: TbrlError) => e.code === 'bundle-duplicate-task');
   assert.throws(() => validateOverrides(['lr 1e-6']), (e: TbrlError) => e.code === 'bundle-override' && /key=value/.test(e.message));
   validateOverrides(['actor_rollout_ref.actor.optim.lr=5e-7', '+env.env_args.timeout=10', "trainer.logger=['console']"]);
+  await assert.rejects(buildBundle({ preset: 'dryrun', algorithm: 'grpo', taskDirs: [task], trajectories: [], maxBytes: 1000 }), (e: TbrlError) => e.code === 'bundle-too-large' && /100 MiB/.test(e.message));
 });
 
 test('secrets: a planted key in a trajectory, an override or the job env is refused; the message never quotes it', async () => {
@@ -205,6 +206,8 @@ test('connection: a Ray older than the minimum, a non-Ray server and a proxy tha
     await assert.rejects(conn.checkVersion(), (e: TbrlError) => e.code === 'ray-forbidden' && /was rejected/.test(e.message) && !e.message.includes('tok '));
     answer = { status: 500, body: 'Traceback (most recent call last):\n  File "x"\nValueError: boom' };
     await assert.rejects(new RayJobsClient(conn).list(), (e: TbrlError) => e.code === 'ray-http' && /ValueError: boom/.test(e.message) && /dashboard\.log/.test(e.message));
+    answer = { status: 413, body: 'Request Entity Too Large' };
+    await assert.rejects(new RayJobsClient(conn).uploadPackage('gcs://_ray_pkg_ab12.zip', Buffer.alloc(2 * 1048576)), (e: TbrlError) => e.code === 'ray-package-too-large' && /2\.0 MiB/.test(e.message) && /proxy/.test(e.message));
   } finally {
     server.close();
   }

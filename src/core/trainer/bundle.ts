@@ -36,7 +36,7 @@ export interface BundleOptions {
   secrets?: string[];
   /** trainer-bridge/ (default: next to package.json). */
   bridgeDir?: string;
-  /** Refuse bundles larger than this; Ray's GCS package limit is 500 MiB, keep well under. */
+  /** Refuse bundles larger than this (default just under the dashboard's 100 MiB request limit). */
   maxBytes?: number;
 }
 
@@ -63,7 +63,8 @@ export interface Bundle {
 }
 
 const SKIP_DIRS = new Set(['.git', 'node_modules', '__pycache__', 'runs', '.venv', '.tbrl']);
-const DEFAULT_MAX_BYTES = 200 * 1024 * 1024;
+// Ray's dashboard refuses request bodies over 100 MiB (DASHBOARD_CLIENT_MAX_SIZE), so a bigger PUT could never land.
+export const DEFAULT_MAX_BUNDLE_BYTES = 95 * 1024 * 1024;
 const OVERRIDE_RE = /^[+~]{0,2}[A-Za-z_][\w.\-/@]*=.*$/s;
 
 export function packageUriFor(sha256: string): string {
@@ -166,9 +167,9 @@ export async function buildBundle(options: BundleOptions): Promise<Bundle> {
   entries.push({ path: 'manifest.json', data: Buffer.from(JSON.stringify(manifest, null, 1) + '\n', 'utf8') });
 
   const zip = buildZip(entries);
-  const max = options.maxBytes ?? DEFAULT_MAX_BYTES;
+  const max = options.maxBytes ?? DEFAULT_MAX_BUNDLE_BYTES;
   if (zip.length > max) {
-    throw new TbrlError('bundle-too-large', `The bundle is ${(zip.length / 1048576).toFixed(1)} MiB, over the ${(max / 1048576).toFixed(0)} MiB limit.`, 'Leave large data out of the task directories (build it in the Dockerfile), or pass fewer tasks/trajectories per job.');
+    throw new TbrlError('bundle-too-large', `The bundle is ${(zip.length / 1048576).toFixed(1)} MiB, over the ${(max / 1048576).toFixed(0)} MiB limit (Ray's dashboard accepts at most 100 MiB per upload).`, 'Leave large data out of the task directories (download or generate it in the Dockerfile), or split the tasks and trajectories over several jobs.');
   }
   const hash = sha256(zip);
   return { zip, sha256: hash, packageUri: packageUriFor(hash), manifest, advantages };

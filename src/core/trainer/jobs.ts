@@ -62,6 +62,9 @@ export class RayJobsClient {
 
   async uploadPackage(uri: string, data: Buffer): Promise<void> {
     const res = await this.conn.request('PUT', packagePath(uri), data, { 'content-type': 'application/zip' });
+    if (res.status === 413) {
+      throw new TbrlError('ray-package-too-large', `The cluster refused the ${(data.length / 1048576).toFixed(1)} MiB bundle as too large (HTTP 413; a proxy in front of the dashboard may have a lower limit than Ray's 100 MiB).`, 'Make the bundle smaller (fewer tasks per job, no large data in task directories) or raise the proxy\'s body size limit.');
+    }
     if (res.status !== 200) throw httpError(`PUT ${packagePath(uri)}`, res);
   }
 
