@@ -17,6 +17,7 @@ import { synthesizeBatch } from '../../src/core/synth/batch';
 import { existsSync } from 'node:fs';
 import { UsageError } from '../../src/cli/command';
 import { loadTask } from '../../src/core/tasks/load';
+import { staticCheckTask } from '../../src/core/tasks/static-checks';
 
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-synth-unit-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -101,6 +102,7 @@ describe('tbrl synth with host gates', () => {
       const task = await loadTask(a);
       assert.equal(task.format, format);
       assert.ok(readFileSync(join(task.tests.dir, 'progress.py'), 'utf8').includes('def pipeline_credit'));
+      assert.deepEqual(await staticCheckTask(task), [], 'the task passes tbrl validate\'s static checks');
     }
   });
 });

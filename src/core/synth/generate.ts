@@ -167,7 +167,7 @@ function artifactRoles(spec: DomainSpec, draw: Draw, inputs: FileMap): Record<st
   roles[PIPELINE_ENTRY] = 'output:entry-point';
   roles['tests/progress.py'] = 'hidden:progress-grader';
   roles['tests/test_outputs.py'] = 'hidden:strict-verifier';
-  roles['solution.sh'] = 'reference:solver';
+  roles['reference-solver'] = 'reference:solver (not shipped to the agent)';
   void draw;
   return roles;
 }
