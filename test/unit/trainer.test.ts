@@ -11,7 +11,7 @@ import { MetricsParser, parseMetrics } from '../../src/core/trainer/metrics';
 import { RayConnection, compareVersions, parseClusterUrl } from '../../src/core/trainer/connection';
 import { RayJobsClient, packagePath } from '../../src/core/trainer/jobs';
 import { jobRequest } from '../../src/core/trainer/submit';
-import { secretValuesFromEnv } from '../../src/core/trainer/secrets';
+import { isSecretName, secretValuesFromEnv } from '../../src/core/trainer/secrets';
 import { TbrlError } from '../../src/core/errors';
 import { clusterFrom, trainBundleCommand, trainSubmitCommand } from '../../src/cli/commands/train';
 import { UsageError } from '../../src/cli/command';
@@ -218,4 +218,13 @@ test('CLI: a shell glob after --tasks is refused instead of silently dropping ta
     await assert.rejects(cmd.run({ positionals: ['tasks/b', 'tasks/c'], values: { preset: 'dryrun', tasks: ['tasks/a'], cluster: 'http://127.0.0.1:1', out: '/dev/null' } }), (e: Error) => e instanceof UsageError && /--tasks a,b/.test(e.message));
   }
   await assert.rejects(trainBundleCommand.run({ positionals: [], values: { preset: 'dryrun', algorithm: 'ppo', out: '/dev/null' } }), /grpo or depgpo/);
+});
+
+test('secret names: whole segments, so tokenizer settings and token limits are not mistaken for secrets', () => {
+  for (const n of ['OPENAI_API_KEY', 'WANDB_API_KEY', 'HF_TOKEN', 'GITHUB_TOKEN', 'TBRL_RAY_TOKEN', 'AWS_SECRET_ACCESS_KEY', 'DB_PASSWORD', 'trainer.wandb_api_key', 'auth', 'X_AUTH', 'GOOGLE_APPLICATION_CREDENTIALS', 'apikey', 'hfToken']) {
+    assert.ok(isSecretName(n), n);
+  }
+  for (const n of ['TOKENIZERS_PARALLELISM', 'actor_rollout_ref.rollout.max_tokens', 'GIT_AUTHOR_NAME', 'max_new_tokens', 'PATH', 'KEYBOARD', 'data.max_prompt_length', 'author']) {
+    assert.ok(!isSecretName(n), n);
+  }
 });

@@ -6,13 +6,15 @@ import { TbrlError } from '../errors';
  * reads them on the cluster side (the node's environment or a secrets file, see trainer-bridge/README.md).
  * This module finds values that must not be sent.
  */
-const SECRET_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)/i;
+// Whole name segments, so TOKENIZERS_PARALLELISM, max_tokens or GIT_AUTHOR_NAME are not secrets.
+const SECRET_SEGMENT = /(^|[_.-])(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|AUTH|APIKEY|PRIVATE_?KEY|ACCESS_?KEY|API_?KEY|SECRET_?KEY)([_.-]|$)/i;
+const SECRET_SUFFIX = /(API_?KEY|SECRET|TOKEN|PASSWORD)$/i;
 /** Shapes of common provider keys, for values that arrive under innocent names. */
 const SECRET_SHAPES = [/\bsk-[A-Za-z0-9_-]{16,}/, /\bhf_[A-Za-z0-9]{20,}/, /\bgh[pousr]_[A-Za-z0-9]{20,}/, /\bxox[abp]-[A-Za-z0-9-]{10,}/, /\bAKIA[0-9A-Z]{16}\b/];
 const MIN_SECRET_LENGTH = 8;
 
 export function isSecretName(name: string): boolean {
-  return SECRET_NAME.test(name);
+  return SECRET_SEGMENT.test(name) || SECRET_SUFFIX.test(name);
 }
 
 /** Values of secret-named variables in an environment (what could leak by accident). */
