@@ -65,12 +65,41 @@ def summary_credit(path, expected):
     return agree / len(expected)
 
 
-def pipeline_credit(root, probe):
+def snapshot(paths):
+    saved = {}
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                saved[path] = handle.read()
+        except OSError:
+            saved[path] = None
+    return saved
+
+
+def restore(saved):
+    """Measuring must not change the workspace, even when the pipeline ignores its output argument."""
+    for path, content in saved.items():
+        try:
+            if content is None:
+                if os.path.exists(path):
+                    os.remove(path)
+            else:
+                with open(path, "rb") as handle:
+                    same = handle.read() == content
+                if not same:
+                    with open(path, "wb") as handle:
+                        handle.write(content)
+        except OSError:
+            pass
+
+
+def pipeline_credit(root, probe, watched):
     """Re-run the agent's entry point without one partition: only a real pipeline gets W's answer."""
     entry = os.path.join(root, probe["entry"])
     if not os.path.isfile(entry):
         return 0.0
     scratch = tempfile.mkdtemp(prefix="tbrl-progress-")
+    saved = snapshot(watched)
     try:
         source = os.path.join(scratch, "in")
         shutil.copytree(os.path.join(root, probe["data"]), source, symlinks=True)
@@ -91,6 +120,7 @@ def pipeline_credit(root, probe):
         return 1.0 if table_credit(produced, probe["expected_report"]) == 1.0 else 0.0
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        restore(saved)
 
 
 def main(argv):
@@ -106,7 +136,7 @@ def main(argv):
         "enriched": lambda: table_credit(read_nonblank(os.path.join(root, paths["enriched"])), wanted["enriched"]),
         "report": lambda: table_credit(read_nonblank(os.path.join(root, paths["report"])), wanted["report"]),
         "summary": lambda: summary_credit(os.path.join(root, paths["summary"]), wanted["summary"]),
-        "pipeline": lambda: pipeline_credit(root, contract["pipeline"]),
+        "pipeline": lambda: pipeline_credit(root, contract["pipeline"], [os.path.join(root, p) for p in paths.values()]),
     }
     raw, gated, skipped, phi = {}, {}, [], 0.0
     for node in contract["nodes"]:

@@ -58,6 +58,9 @@ export function buildProbes(ctx: ProbeContext): Probe[] {
   add('extra-junk-row', { ...right, [spec.out.report]: right[spec.out.report] + 'zzz,zzz,1,1\n', [spec.out.clean]: right[spec.out.clean] + 'x,x,x,1,x\n' });
   add('outputs-in-wrong-directory', Object.fromEntries(Object.entries(right).map(([p, t]) => [p.replace(/^out\//, 'output/'), t])));
   add('stale-cache-replay-pipeline', { ...stale, ...replayPipeline(stale) });
+  // Writes stale answers into the app's own out/ whatever OUTPUT_DIR says: grading must not let
+  // that run change the workspace it is measuring.
+  add('pipeline-ignores-output-dir', { ...right, ...Object.fromEntries(Object.entries(stale).map(([p, t]) => [`stale/${p.slice(p.lastIndexOf('/') + 1)}`, t])), [ENTRY]: script('cp "$(dirname "$0")"/stale/* "$(dirname "$0")"/out/') });
 
   // Fault-specific mistakes, each paired with a pipeline that replays the wrong answer.
   const bad = (name: string, outputs: Outputs) => {

@@ -67,6 +67,8 @@ async function pipelineCredit(t: SynthesizedTask, app: string): Promise<number> 
   const entry = join(app, PIPELINE_ENTRY);
   if (!(await readFile(entry).then(() => true, () => false))) return 0;
   const scratch = await scratchDir('tbrl-synth-tsgrade-');
+  const watched = [t.spec.out.clean, t.spec.out.enriched, t.spec.out.report, t.spec.out.summary].map((p) => join(app, p));
+  const saved = await Promise.all(watched.map((p) => readFile(p).catch(() => undefined)));
   try {
     const input = join(scratch.dir, 'in');
     await cp(join(app, 'data'), input, { recursive: true, verbatimSymlinks: true });
@@ -83,6 +85,12 @@ async function pipelineCredit(t: SynthesizedTask, app: string): Promise<number> 
     return tableCredit(await nonBlankLines(join(output, basename(t.spec.out.report))), holdoutReport) === 1 ? 1 : 0;
   } finally {
     await scratch.dispose();
+    // A pipeline that ignores its output argument must not change the workspace being measured.
+    await Promise.all(watched.map(async (p, i) => {
+      const before = saved[i];
+      const now = await readFile(p).catch(() => undefined);
+      if (before === undefined) { if (now !== undefined) await rm(p, { force: true }); } else if (!now || !now.equals(before)) await writeFile(p, before);
+    }));
   }
 }
 
