@@ -218,6 +218,8 @@ describe('share-no-code check', () => {
     const copied = checkNoSharedCode([{ name: 'grader', file: 'tests/progress.py', text: grader + verifier.replace('def check(', 'def other_name(') }, { name: 'verifier', file: 'tests/test_outputs.py', text: verifier }]);
     assert.ok(copied.some((f) => f.kind === 'function'));
     assert.ok(copied.some((f) => f.kind === 'line' && f.detail.includes('assert sorted(rows)')));
+    const helper = checkNoSharedCode([{ name: 'grader', file: 'tests/progress.py', text: 'from tbrl_common import tally\n' + grader }, { name: 'verifier', file: 'tests/test_outputs.py', text: 'import json, tbrl_common\n' + verifier }]);
+    assert.deepEqual(helper.filter((f) => f.kind === 'import').map((f) => f.between[0]), ['grader', 'verifier'], 'a shared helper module is shared code');
   });
 
   it('holds for the rendered grader, verifier and solver of both domains', () => {

@@ -124,7 +124,7 @@ export function staticGates(t: SynthesizedTask): GateResult[] {
       { name: 'verifier', file: 'tests/test_outputs.py', text: t.taskFiles['tests/test_outputs.py'] },
       { name: 'solver', file: 'solution.sh', text: t.taskFiles['solution.sh'] },
     ]);
-    const rank = { reference: 0, function: 1, line: 2 } as const;
+    const rank = { reference: 0, import: 1, function: 2, line: 3 } as const;
     findings.sort((x, y) => rank[x.kind] - rank[y.kind]);
     return findings.length === 0 ? undefined : findings.slice(0, 5).map((f) => `${f.between.join('/')} share ${f.kind}: ${f.detail}`).join('; ');
   });

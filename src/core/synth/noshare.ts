@@ -8,7 +8,19 @@ import { createHash } from 'node:crypto';
  */
 export interface Component { name: string; file: string; text: string }
 
-export interface ShareFinding { between: [string, string]; kind: 'reference' | 'line' | 'function'; detail: string }
+export interface ShareFinding { between: [string, string]; kind: 'reference' | 'import' | 'line' | 'function'; detail: string }
+
+/** Modules a component may import: the standard library it needs. A shared helper module would be shared code. */
+export const ALLOWED_IMPORTS = new Set(['csv', 'functools', 'json', 'os', 'pathlib', 'shutil', 'sqlite3', 'subprocess', 'sys', 'tempfile', 'collections', 're', 'math', 'itertools', 'pytest']);
+
+function importedModules(text: string): string[] {
+  const out: string[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^\s*(?:import\s+([\w.]+(?:\s*,\s*[\w.]+)*)|from\s+([\w.]+)\s+import\b)/.exec(line);
+    if (m) out.push(...(m[1] ?? m[2]).split(',').map((x) => x.trim().split('.')[0]));
+  }
+  return out;
+}
 
 /** Lines too generic to mean shared logic (imports, bare keywords, the __main__ guard). */
 function substantive(line: string): boolean {
@@ -58,6 +70,11 @@ function functionBodies(text: string): Map<string, string> {
 
 export function checkNoSharedCode(components: Component[]): ShareFinding[] {
   const findings: ShareFinding[] = [];
+  for (const c of components) {
+    for (const mod of importedModules(c.text)) {
+      if (!ALLOWED_IMPORTS.has(mod)) findings.push({ between: [c.name, c.name], kind: 'import', detail: `${c.name} imports ${mod}, which is not a standard-library module these programs may use` });
+    }
+  }
   for (let i = 0; i < components.length; i++) {
     for (let j = 0; j < components.length; j++) {
       if (i === j) continue;
