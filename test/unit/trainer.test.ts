@@ -126,6 +126,7 @@ test('job request: deterministic submission id from package, entrypoint, env and
   assert.notEqual(jobRequest(b, { preset: 'dryrun', algorithm: 'depgpo', tag: 'again' }).submission_id, a.submission_id, 'a tag makes a deliberate re-run');
   assert.notEqual(jobRequest(b, { preset: 'dryrun', algorithm: 'depgpo', env: { X: '1' } }).submission_id, a.submission_id);
   assert.equal(a.runtime_env.working_dir, b.packageUri);
+  assert.equal((a.runtime_env.env_vars as Record<string, string>).TBRL_ALGORITHM, 'depgpo', 'rLLM workers learn the algorithm from the job env');
   assert.equal(a.entrypoint, 'python -m tbrl_bridge.entrypoint --preset dryrun --algorithm depgpo');
   assert.equal(a.metadata.preset, 'dryrun');
 });

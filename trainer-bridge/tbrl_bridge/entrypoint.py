@@ -176,6 +176,8 @@ def train(root: Path, preset_name: str, preset: dict, algorithm: str, extra: lis
     log("launching rLLM AgentTrainer (verl backend) with:\n  " + "\n  ".join(overrides))
     metrics.event("train-launch", preset=preset_name, algorithm=algorithm, overrides=len(overrides))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [str(root), os.environ.get("PYTHONPATH", "")] if p)
+    # The submit put TBRL_ALGORITHM into the job's env (every worker sees it); a hand-run entrypoint may not have.
+    os.environ["TBRL_ALGORITHM"] = algorithm
     trainer = AgentTrainer(workflow_class=TbrlWorkflow, workflow_args={"max_steps": int(preset["maxSteps"])}, config=overrides)
     trainer.train()
     return 0

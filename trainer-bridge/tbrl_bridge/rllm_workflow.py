@@ -84,6 +84,11 @@ if WORKFLOW_IMPORT_ERROR is None:
     # verl computes advantages inside rLLM's TaskRunner actor, another process than the job driver;
     # that actor imports this module when it unpickles TbrlWorkflow, so registering here puts
     # `depgpo` into the registry of the process that uses it.
+    import os
+
     from .advantage import register_with_verl
+    from .rllm_advantage import install_in_rllm
 
     register_with_verl()
+    if os.environ.get("TBRL_ALGORITHM") == "depgpo":
+        install_in_rllm()

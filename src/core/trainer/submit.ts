@@ -87,7 +87,8 @@ export async function submitTraining(options: SubmitOptions): Promise<SubmitResu
 export function jobRequest(bundle: Bundle, options: Pick<SubmitOptions, 'preset' | 'algorithm' | 'env' | 'tag' | 'python' | 'bridgeDir'>): SubmitRequest {
   const python = options.python ?? 'python';
   const entrypoint = `${python} -m tbrl_bridge.entrypoint --preset ${options.preset} --algorithm ${options.algorithm}`;
-  const env_vars: Record<string, string> = { ...(options.env ?? {}), PYTHONUNBUFFERED: '1' };
+  // Job-level env vars reach every Ray worker, including rLLM's TaskRunner actor where advantages are computed.
+  const env_vars: Record<string, string> = { ...(options.env ?? {}), PYTHONUNBUFFERED: '1', TBRL_ALGORITHM: options.algorithm };
   const runtime_env = { working_dir: bundle.packageUri, env_vars };
   const key = sha256(JSON.stringify({ package: bundle.packageUri, entrypoint, env_vars, tag: options.tag ?? '' })).slice(0, 16);
   const preset = getPreset(options.preset, options.bridgeDir);
