@@ -76,7 +76,7 @@ async function containersOf(runId: string): Promise<number> {
 test('an episode over JSON-RPC: reset, bash step, parse error, finish with reward, credit; EOF removes the container', async () => {
   const s = new Server();
   const init = await s.call('initialize');
-  assert.deepEqual(init.result?.methods, ['initialize', 'reset', 'step', 'credit', 'close', 'shutdown']);
+  assert.deepEqual(init.result?.methods, ['initialize', 'reset', 'step', 'evaluate', 'credit', 'close', 'shutdown']);
 
   const reset = await s.call('reset', { task, maxSteps: 6 });
   assert.ok(reset.result, JSON.stringify(reset.error));
@@ -156,4 +156,20 @@ test('SIGTERM mid-episode (a stopped Ray job) still removes the container', asyn
   s.proc.kill('SIGTERM');
   assert.equal(await exited, 143, s.stderr);
   assert.equal(await containersOf(runId), 0);
+});
+
+test('evaluate scores an episode the trainer cut short, once', async () => {
+  const s = new Server();
+  await s.call('reset', { task, maxSteps: 10, trace: false });
+  const w = await s.call('step', { action: '<bash>\ncmd: echo tbrl-dryrun-probe > /tmp/tbrl-dryrun-probe\n</bash>' });
+  assert.equal(w.result?.done, false);
+  const e = await s.call('evaluate', {});
+  assert.equal(e.result?.reward, 1);
+  assert.equal(e.result?.info.endReason, 'max-steps');
+  const again = await s.call('evaluate', { endReason: 'max-time' });
+  assert.equal(again.result?.reward, 1);
+  assert.equal(again.result?.info.endReason, 'max-steps', 'the first end stands');
+  const late = await s.call('step', { action: '<bash>\ncmd: ls\n</bash>' });
+  assert.equal(late.error?.data?.code, 'env-episode-done');
+  assert.equal(await s.end(), 0);
 });

@@ -124,6 +124,9 @@ class EnvServerClient:
     def step(self, action: str) -> dict:
         return self.call("step", {"action": action})
 
+    def evaluate(self, end_reason: str = "max-steps") -> dict:
+        return self.call("evaluate", {"endReason": end_reason})
+
     def credit(self, **params: Any) -> dict:
         return self.call("credit", params)
 

@@ -53,6 +53,10 @@ class TbrlEnv(BaseEnv):  # type: ignore[misc,valid-type]
         self.last_info = r.get("info", {})
         return r["observation"], float(r.get("reward", 0.0)), bool(r.get("done", False)), self.last_info
 
+    def evaluate(self) -> float:
+        """Scores an episode the workflow ended (turn budget) before the agent finished."""
+        return float(self.client.evaluate().get("reward", 0.0))
+
     def credit(self, group_advantage: Optional[float] = None) -> dict:
         return self.client.credit(**({} if group_advantage is None else {"groupAdvantage": group_advantage}))
 

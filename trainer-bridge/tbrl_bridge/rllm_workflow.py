@@ -73,6 +73,11 @@ if WORKFLOW_IMPORT_ERROR is None:
                 return await super().run(task, uid, **kwargs)
             except TerminationEvent:
                 try:
+                    steps = self.agent.trajectory.steps
+                    if steps and not steps[-1].done:
+                        # Out of turns before <finish>: the tests still decide the reward (Terminal-Bench parity).
+                        steps[-1].reward = self.env.evaluate()
+                        steps[-1].done = True
                     credit = self.env.credit()
                     self.agent.trajectory.info = {**(getattr(self.agent.trajectory, "info", None) or {}), "depgpo": credit}
                 finally:

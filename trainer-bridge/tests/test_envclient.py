@@ -42,7 +42,7 @@ def test_initialize_lists_the_methods(client):
     info = client.initialize()
     assert info["server"] == "tbrl env-server"
     assert info["protocol"] == 1
-    assert {"reset", "step", "close", "credit"} <= set(info["methods"])
+    assert {"reset", "step", "evaluate", "close", "credit"} <= set(info["methods"])
 
 
 @pytest.mark.parametrize("path", VECTORS, ids=[p.stem for p in VECTORS])
@@ -100,6 +100,16 @@ def test_an_episode_through_the_rllm_env_class(client, tmp_path):
     assert e.value.data["code"] == "env-episode-done"
     env.close()
     assert containers(run_id) == [], "close removed the container"
+
+
+def test_evaluate_scores_a_cut_short_episode(client, tmp_path):
+    task = make_task(tmp_path)
+    env = TbrlEnv(str(task), max_steps=10, client=client)
+    env.reset()
+    _, reward, done, _ = env.step("<bash>\ncmd: mkdir -p /app && echo ok > /app/result.txt\n</bash>")
+    assert not done and reward == 0.0
+    assert env.evaluate() == 1.0
+    env.close()
 
 
 def test_parse_errors_come_back_as_observations(client, tmp_path):

@@ -181,6 +181,26 @@ export class EpisodeEnvironment {
     return answer;
   }
 
+  /**
+   * Ends the episode now (the trainer's turn budget ran out before the agent finished) and scores it,
+   * as Terminal-Bench scores a run that hit its limit. Idempotent: an ended episode keeps its reward.
+   */
+  async evaluate(params: { endReason?: string } = {}): Promise<{ reward: number; done: true; info: { endReason: TrajectoryFooter['endReason']; rewardRecord?: RewardRecord } }> {
+    if (!this.sandbox || !this.task || !this.header) throw new TbrlError('env-no-episode', 'evaluate before reset: there is no episode.', 'Call reset {"task": "<dir>"} first.');
+    if (!this.finished) {
+      const allowed: TrajectoryFooter['endReason'][] = ['max-steps', 'max-time', 'max-tokens', 'cancelled'];
+      const endReason = allowed.includes(params.endReason as TrajectoryFooter['endReason']) ? (params.endReason as TrajectoryFooter['endReason']) : 'max-steps';
+      this.finished = { endReason, endMessage: 'Ended by the trainer (evaluate).' };
+      if (!this.skipReward) {
+        const r = await computeReward({ task: this.task, sandbox: this.sandbox, trajectoryLines: [this.header, ...this.steps] });
+        this.finished.reward = r.reward;
+        this.finished.verifierTrace = r.verifierTrace;
+      }
+    }
+    const rewardRecord = this.finished.reward;
+    return { reward: rewardRecord?.total ?? 0, done: true, info: { endReason: this.finished.endReason, ...(rewardRecord ? { rewardRecord } : {}) } };
+  }
+
   /** DepGPO credit of the current (or just finished) episode: per-step scores, factors, Z, and Â_t when Â_i is given. */
   credit(params: { groupAdvantage?: number } = {}): Record<string, unknown> {
     if (!this.header) throw new TbrlError('env-no-episode', 'credit before reset: there is no episode.', 'Run an episode (reset, step...) first, or pass {"trajectory": ...} / {"input": ...}.');

@@ -16,7 +16,7 @@ import type { SandboxProvider } from '../sandbox/types';
  * at a time in arrival order: an episode is sequential by nature.
  */
 export const PROTOCOL_VERSION = 1;
-export const METHODS = ['initialize', 'reset', 'step', 'credit', 'close', 'shutdown'] as const;
+export const METHODS = ['initialize', 'reset', 'step', 'evaluate', 'credit', 'close', 'shutdown'] as const;
 
 // JSON-RPC 2.0 error codes; application errors carry the TbrlError code and fix in `data`.
 const PARSE_ERROR = -32700;
@@ -100,6 +100,8 @@ async function dispatch(env: EpisodeEnvironment, req: Request): Promise<unknown>
       return env.reset(p as never);
     case 'step':
       return env.step(p as never);
+    case 'evaluate':
+      return env.evaluate(p as never);
     case 'close':
       return { closed: await env.close() };
     case 'shutdown':
