@@ -1,6 +1,6 @@
 import { TbrlError } from '../errors';
 import { computeOutputs, csvText, summaryText, basename } from './expected';
-import { formatOfFile, indexPath, latePath, parseShardRecords, renderFactLine, shardKeys, sqlSource } from './render';
+import { indexPath, latePath, parseShardRecords, renderFactLine, shardKeys, sqlSource } from './render';
 import type { DomainSpec, FileMap, TableFormat, World } from './types';
 import { FAULT_ORDER, type FaultSpec } from './world';
 
@@ -215,7 +215,3 @@ function sortedFaults(faults: FaultSpec[]): FaultSpec[] {
   return [...faults].sort((x, y) => FAULT_ORDER.indexOf(x.class) - FAULT_ORDER.indexOf(y.class));
 }
 
-/** The format a shard file has after faults (for lines the verifier appends). */
-export function shardFormat(file: string): TableFormat {
-  return formatOfFile(file);
-}

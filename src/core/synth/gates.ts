@@ -2,7 +2,7 @@ import { rm, writeFile, mkdir, chmod } from 'node:fs/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../errors';
-import { potential, type ProgressContract } from './contract';
+import { potential } from './contract';
 import { outputFiles } from './expected';
 import { applyFault, revertFault, revertFaults } from './faults';
 import type { SynthesizedTask } from './generate';
@@ -207,4 +207,3 @@ async function sqliteRoundTrip(t: SynthesizedTask, app: string, python: string):
   if (!isDeepStrictEqual(rows, parseDimBRows(t.spec, t.inputs[sqlSource(t.spec)]))) throw new Error(`${d.file} does not hold the rows of its SQL script`);
 }
 
-export type { ProgressContract };

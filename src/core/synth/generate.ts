@@ -118,7 +118,7 @@ export function synthesize(options: SynthOptions): SynthesizedTask {
     workflowStages: workflow.stages.map((s) => s.id),
     criticalPath: workflow.criticalPath,
     faultClasses: faults.map((f) => f.class),
-    artifactRoles: artifactRoles(spec, draw, inputs),
+    artifactRoles: artifactRoles(spec, inputs),
   };
 
   const taskFiles: FileMap = {
@@ -151,7 +151,7 @@ function extraRecord(spec: DomainSpec, draw: Draw): { shard: string; line: strin
   return { shard: `${relData(spec.shardDir)}/${p.file}`, line: renderFactLine(p.format, keys, fact), fact };
 }
 
-function artifactRoles(spec: DomainSpec, draw: Draw, inputs: FileMap): Record<string, string> {
+function artifactRoles(spec: DomainSpec, inputs: FileMap): Record<string, string> {
   const roles: Record<string, string> = {};
   for (const path of Object.keys(inputs).sort()) {
     if (path === indexPath(spec)) roles[path] = 'input:shard-index';
@@ -168,7 +168,6 @@ function artifactRoles(spec: DomainSpec, draw: Draw, inputs: FileMap): Record<st
   roles['tests/progress.py'] = 'hidden:progress-grader';
   roles['tests/test_outputs.py'] = 'hidden:strict-verifier';
   roles['reference-solver'] = 'reference:solver (not shipped to the agent)';
-  void draw;
   return roles;
 }
 
