@@ -60,7 +60,8 @@ export function stepScope(step: StepRecord): VarNode[] {
         })),
     },
   ];
-  const last = step.actions?.[step.actions.length - 1];
+  // The exit code that matters is the last command's; file, todo and finish actions have none.
+  const last = [...(step.actions ?? [])].reverse().find((a) => a.exitCode !== undefined);
   out.push(textNode('observation', (step.actions ?? []).map((a) => a.observation).filter(Boolean).join('\n') || ''));
   out.push(leaf('exitCode', last?.exitCode));
   out.push(leaf('durationMs', step.durationMs));

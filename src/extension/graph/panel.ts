@@ -36,6 +36,8 @@ export class TraceGraphPanel {
     this.ipc.onRequest(SelectStep, async ({ step }) => {
       const session = this.tracker.sessionFor(this.trajectory);
       if (!session) return { selected: false, reason: 'No debug session of this run is active: start one with "TBRL: Open Trajectory" to select steps from the graph.' };
+      // The debugger opens the step's turn in the active editor group; make that the first group, not the graph's.
+      await vscode.commands.executeCommand('workbench.action.focusFirstEditorGroup');
       await session.customRequest('tbrl/selectStep', { step });
       return { selected: true };
     });

@@ -1,0 +1,144 @@
+import { test, before, after, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { CHROMIUM, CodeServer, requireTools } from './code-server';
+import { Workbench } from './pages/workbench';
+import { DebugView } from './pages/debug-view';
+import { TraceGraph } from './pages/trace-graph';
+
+// The packaged extension in a real VS Code (code-server) driven through real Chromium: the user's
+// path from the activity bar to a replayed run, a breakpoint, stepping both ways, the Variables
+// view, the trace graph driving the debugger, and a live oracle run on real Docker.
+const VSIX = resolve('dist/tbrl-studio.vsix');
+let server: CodeServer;
+let browser: Browser;
+let page: Page;
+let wb: Workbench;
+let dbg: DebugView;
+let workspace: string;
+
+before(async () => {
+  requireTools();
+  const pkg = spawnSync('npm', ['run', '-s', 'package'], { encoding: 'utf8', timeout: 180_000 });
+  assert.equal(pkg.status, 0, `npm run package failed:\n${pkg.stdout}\n${pkg.stderr}`);
+  workspace = mkdtempSync(join(tmpdir(), 'tbrl-e2e-ws-'));
+  cpSync('examples/hello-world', join(workspace, 'examples/hello-world'), { recursive: true });
+  cpSync('test/e2e/fixtures/hello-world-oracle', join(workspace, 'runs/hello-world-oracle'), { recursive: true });
+  mkdirSync(join(workspace, '.vscode'));
+  writeFileSync(join(workspace, '.vscode/launch.json'), JSON.stringify({
+    version: '0.2.0',
+    configurations: [{ type: 'tbrl', request: 'launch', name: 'Replay hello-world', trajectory: '${workspaceFolder}/runs/hello-world-oracle/trajectory.jsonl', stopOnEntry: false, breakOn: ['/wordfreq/'] }],
+  }, null, 2));
+  server = new CodeServer(VSIX);
+  const url = await server.start(workspace);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  wb = new Workbench(page);
+  dbg = new DebugView(page);
+  await wb.open(url);
+});
+
+afterEach(async (t) => {
+  if (page && (t as unknown as { passed?: boolean }).passed === false) await wb.screenshot(`failed-${t.name.slice(0, 40).replace(/[^a-z0-9]+/gi, '-')}`);
+});
+
+after(async () => {
+  // Ending the session lets a live run close its sandbox before the extension host goes away.
+  await dbg?.stopIfRunning().catch(() => {});
+  await browser?.close();
+  await server?.stop();
+  if (workspace) {
+    // Safety net: a run the test abandoned (a failure mid-run) must not leave containers behind.
+    for (const run of existsSync(join(workspace, 'runs')) ? readdirSync(join(workspace, 'runs')) : []) {
+      const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=dev.tbrl.run=${run}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+      if (ids.length) spawnSync('docker', ['rm', '-f', ...ids]);
+    }
+    rmSync(workspace, { recursive: true, force: true });
+  }
+});
+
+test('the activity bar container lists the example task and the recorded run with reward, pass and steps', async () => {
+  await wb.showView('TBRL Studio');
+  const tasks = await wb.treeRows('Tasks');
+  assert.ok(tasks.some((t) => /examples\/hello-world\s*terminal-bench/.test(t)), `Tasks view: ${JSON.stringify(tasks)}`);
+  const runs = await wb.treeRows('Runs');
+  assert.ok(runs.some((r) => /hello-world.*pass · reward 1\.000 · 3 steps/s.test(r)), `Runs view: ${JSON.stringify(runs)}`);
+  await wb.screenshot('01-views');
+});
+
+test('a replay stops at a breakpoint, steps forward and back, and shows the step in the Variables view', async () => {
+  await dbg.start();
+  const top = await dbg.waitForTopFrame(1, 30_000);
+  assert.match(top, /^#1 bash "cat > \/app\/wordfreq\.py/);
+  assert.deepEqual((await dbg.frameLabels()).map((l) => l.slice(0, 2)), ['#1', '#0']);
+  await dbg.waitForVariable('index', '1');
+  const labels = await dbg.variableLabels();
+  assert.ok(labels.includes('exitCode, value 0'), labels.join(' | '));
+  assert.ok(labels.includes('actions, value bash'), labels.join(' | '));
+  for (const scope of ['Candidates', 'Todos & scratchpad', 'Files changed', 'Reward & credit']) assert.ok(labels.includes(`Scope ${scope}`), `scope ${scope} in ${labels.join(' | ')}`);
+  // The turn is the editor's current document.
+  await page.locator('.tab', { hasText: 'step-1.tbrl.yaml' }).waitFor();
+  await wb.screenshot('02-breakpoint');
+
+  await page.keyboard.press('F10');
+  await dbg.waitForTopFrame(2);
+  await dbg.waitForVariable('index', '2');
+  await dbg.toolbar('debug-step-back');
+  await dbg.waitForTopFrame(1);
+  await dbg.waitForVariable('index', '1');
+
+  // The Variables list is virtualised: fold the Step scope so the credit rows are on screen.
+  await dbg.expandScope('Step', false);
+  await dbg.expandScope('Reward & credit');
+  await dbg.waitForVariable('reward', 'total 1.000');
+  await dbg.waitForVariable('depgpo.factor', '1.5');
+  await wb.screenshot('03-variables');
+});
+
+test('the trace graph shows the commands, E and the paths into E, and a click selects the step in the debugger', async () => {
+  await wb.runCommand('TBRL: Show Trace Graph');
+  const graph = new TraceGraph(wb.webview());
+  await graph.waitReady();
+  assert.equal(await graph.commandNodes().count(), 3);
+  const sinks = await graph.sinkIds();
+  assert.ok(sinks.includes('E:file:/app/out/counts.json') && sinks.includes('E:file:/app/out/summary.txt'), `sinks: ${sinks.join(', ')}`);
+  assert.deepEqual((await graph.onPathIds()).sort(), ['c1', 'c2']);
+  assert.match(await graph.stats(), /3 commands · 1 edges · \d+ in E · 2 on paths into E/);
+  assert.deepEqual(await graph.currentIds(), ['c1'], 'the graph follows the debugger (stopped at step 1)');
+  await wb.screenshot('04-trace-graph');
+
+  await graph.clickCommand('c2');
+  await dbg.waitForTopFrame(2);
+  assert.deepEqual(await graph.currentIds(), ['c2']);
+  await wb.screenshot('05-graph-selects-step');
+  await dbg.stop();
+});
+
+test('a live oracle run on real Docker stops before its first action, then runs to the end and stays open as a replay', { timeout: 240_000 }, async () => {
+  await dbg.stopIfRunning();
+  await wb.runCommand('TBRL: Run Agent on Task');
+  await wb.pick('examples/hello-world');
+  const pending = await dbg.waitForTopFrame(0, 90_000);
+  assert.match(pending, /^#0 ▶ bash \(not run yet\)/);
+  await wb.screenshot('06-live-before-first-action');
+  await page.keyboard.press('F5');
+  await dbg.waitForStopDescription(/run ended: finished, reward 1\.000/, 180_000);
+  const frames = await dbg.frameLabels();
+  assert.match(frames[0], new RegExp(`^#${frames.length - 1} `), 'stopped on the last step, every step on the stack');
+  await dbg.expandScope('Step', false);
+  await dbg.expandScope('Reward & credit');
+  await dbg.waitForVariable('reward', 'total 1.000', 30_000);
+  await wb.screenshot('07-live-finished');
+  await dbg.stop();
+  const runs = readdirSync(join(workspace, 'runs')).filter((d) => d.startsWith('hello-world-') && d !== 'hello-world-oracle');
+  assert.equal(runs.length, 1, `one live run written under runs/: ${runs.join(', ')}`);
+  const trajectory = join(workspace, 'runs', runs[0], 'trajectory.jsonl');
+  assert.ok(existsSync(trajectory));
+  const lines = readFileSync(trajectory, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.equal(lines.filter((l) => l.type === 'step').length, frames.length, 'the Call Stack showed every recorded step');
+  assert.equal(lines[lines.length - 1].reward.total, 1);
+});

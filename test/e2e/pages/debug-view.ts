@@ -1,0 +1,72 @@
+import type { Page } from 'playwright-core';
+
+/** The Run and Debug side bar and toolbar while a `tbrl` session runs. */
+export class DebugView {
+  constructor(readonly page: Page) {}
+
+  private frames() {
+    return this.page.locator('.debug-call-stack .monaco-list-row .stack-frame .label');
+  }
+
+  /** Waits until the top stack frame is step `index` and returns its label. */
+  async waitForTopFrame(index: number, timeout = 20_000): Promise<string> {
+    const top = this.frames().first();
+    await top.filter({ hasText: new RegExp(`^#${index} `) }).waitFor({ timeout });
+    return top.innerText();
+  }
+
+  async frameLabels(): Promise<string[]> {
+    return this.frames().allInnerTexts();
+  }
+
+  /** name → value of the rows currently shown in the Variables view. */
+  /** The accessible labels of the rows now shown in the Variables view ("index, value 1", "Step", ...). */
+  async variableLabels(): Promise<string[]> {
+    const rows = this.page.locator('.debug-variables .monaco-list-row');
+    await rows.first().waitFor({ timeout: 10_000 });
+    return rows.evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? ''));
+  }
+
+  /** VS Code labels each variable row "<name>, value <value>" for screen readers; that is the stable handle. */
+  async waitForVariable(name: string, value: string, timeout = 10_000): Promise<void> {
+    await this.page.locator(`.debug-variables .monaco-list-row[aria-label^=${JSON.stringify(`${name}, value ${value}`)}]`).first().waitFor({ timeout });
+  }
+
+  /** F5 until a session stops (the first F5 after load can land before the debug service has read launch.json). */
+  async start(tries = 3): Promise<void> {
+    for (let i = 0; i < tries; i++) {
+      await this.page.keyboard.press('F5');
+      try {
+        await this.frames().first().waitFor({ timeout: 10_000 });
+        return;
+      } catch {
+        // not started yet; press again
+      }
+    }
+    throw new Error(`F5 started no debug session after ${tries} tries`);
+  }
+
+  /** Debug toolbar buttons by codicon: debug-step-back, debug-reverse-continue, debug-continue, debug-step-over, debug-stop. */
+  async toolbar(icon: string): Promise<void> {
+    await this.page.locator(`.debug-toolbar .action-label.codicon-${icon}`).click();
+  }
+
+  async stopIfRunning(): Promise<void> {
+    if (await this.page.locator('.debug-toolbar .action-label.codicon-debug-stop').isVisible()) await this.stop();
+  }
+
+  async stop(): Promise<void> {
+    await this.page.locator('.debug-toolbar .action-label.codicon-debug-stop').click();
+    await this.frames().first().waitFor({ state: 'detached', timeout: 15_000 });
+  }
+
+  async waitForStopDescription(text: RegExp, timeout: number): Promise<void> {
+    await this.page.locator('.pane-header', { hasText: text }).first().waitFor({ timeout });
+  }
+
+  async expandScope(name: string, expanded = true): Promise<void> {
+    const row = this.page.locator(`.debug-variables .monaco-list-row[aria-label="Scope ${name}"]`).first();
+    await row.waitFor({ timeout: 10_000 });
+    if (((await row.getAttribute('aria-expanded')) === 'true') !== expanded) await row.click();
+  }
+}
