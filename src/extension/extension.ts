@@ -5,6 +5,7 @@ import { DebugTracker } from './debug/tracker';
 import { registerCommands } from './commands/index';
 import { TasksProvider } from './views/tasks';
 import { RunsProvider } from './views/runs';
+import { TrainerProvider } from './views/trainer';
 
 export function activate(context: vscode.ExtensionContext): void {
   const output = vscode.window.createOutputChannel('TBRL Studio', { log: true });
@@ -21,16 +22,21 @@ export function activate(context: vscode.ExtensionContext): void {
     return (cached = s);
   };
   context.subscriptions.push(vscode.workspace.onDidChangeConfiguration((e) => {
-    if (e.affectsConfiguration('tbrl')) cached = undefined;
+    if (e.affectsConfiguration('tbrl')) {
+      cached = undefined;
+      if (e.affectsConfiguration('tbrl.trainer.url')) trainer.refresh();
+    }
   }));
 
   const tracker = new DebugTracker();
   const tasks = new TasksProvider();
   const runs = new RunsProvider(() => settings().runsDir);
+  const trainer = new TrainerProvider(() => settings().trainer.url, context.secrets);
   context.subscriptions.push(
     tracker,
     vscode.window.registerTreeDataProvider('tbrl.tasks', tasks),
     vscode.window.registerTreeDataProvider('tbrl.runs', runs),
+    vscode.window.registerTreeDataProvider('tbrl.trainer', trainer),
     vscode.debug.onDidTerminateDebugSession((s) => s.type === 'tbrl' && runs.refresh()),
   );
   const watcher = vscode.workspace.createFileSystemWatcher('**/{task.yaml,task.toml,trajectory.jsonl}');
@@ -39,7 +45,7 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(watcher);
 
   registerDebugger(context, settings);
-  registerCommands({ extension: context, output, settings, tasks, runs, tracker });
+  registerCommands({ extension: context, output, settings, tasks, runs, trainer, tracker });
   output.info('TBRL Studio activated');
 }
 

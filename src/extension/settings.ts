@@ -13,6 +13,7 @@ export interface TbrlSettings {
   docker: { socketPath: string };
   sandbox: { baseImageMap: Record<string, string> };
   debug: { stopBeforeEveryAction: boolean; checkpoint: boolean };
+  trainer: { url: string };
 }
 
 /** Every key this reader understands, with its default (must equal package.json; a unit test checks). */
@@ -29,6 +30,7 @@ export const SETTING_DEFAULTS = {
   'sandbox.baseImageMap': {},
   'debug.stopBeforeEveryAction': false,
   'debug.checkpoint': false,
+  'trainer.url': '',
 } as const;
 
 export const VERIFIER_MODE_VALUES = ['none', 'listwise', 'pointwise', 'pairwise', 'decision-only'] as const;
@@ -83,6 +85,7 @@ export function readSettings(get: (key: string) => unknown): { settings: TbrlSet
       docker: { socketPath: str('docker.socketPath') },
       sandbox: { baseImageMap },
       debug: { stopBeforeEveryAction: bool('debug.stopBeforeEveryAction'), checkpoint: bool('debug.checkpoint') },
+      trainer: { url: str('trainer.url') },
     },
     problems,
   };

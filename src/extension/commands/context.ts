@@ -2,6 +2,7 @@ import type * as vscode from 'vscode';
 import type { TbrlSettings } from '../settings';
 import type { TasksProvider } from '../views/tasks';
 import type { RunsProvider } from '../views/runs';
+import type { TrainerProvider } from '../views/trainer';
 import type { DebugTracker } from '../debug/tracker';
 
 /** What every command may use; built once in activate(). */
@@ -11,6 +12,7 @@ export interface CommandContext {
   settings(): TbrlSettings;
   tasks: TasksProvider;
   runs: RunsProvider;
+  trainer: TrainerProvider;
   tracker: DebugTracker;
 }
 
