@@ -3,8 +3,8 @@
  * (the SQLite database is built inside it), the untouched workspace has Φ = 0 and fails the strict
  * verifier, Φ read through evaluateProgress rises along the reference steps to 1, the reference
  * passes (PPRS R = 1.25), and a replaying pipeline (a gaming probe) fails with Φ < 1. A Harbor
- * version passes through its reward file, and the real agent loop (oracle policy) records Φ on
- * every step through the progress recorder.
+ * version passes through its reward file, and `runTask` (oracle policy) records Φ on every step
+ * and PPRS in the footer.
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,9 +18,8 @@ import { applyPprs, createProgressRecorder, evaluateProgress } from '../../src/c
 import { SOLVER_PRELUDE } from '../../src/core/synth/solver-program';
 import { runTests } from '../../src/core/reward/tests';
 import { loadTask } from '../../src/core/tasks/load';
-import { runAgentLoop } from '../../src/core/agent/loop';
-import { createOraclePolicy } from '../../src/core/agent/oracle';
-import { loadSystemPrompt } from '../../src/core/agent/prompt';
+import { runTask } from '../../src/core/run/run-task';
+import { readTrajectory } from '../../src/core/trajectory/reader';
 import type { Sandbox } from '../../src/core/sandbox/types';
 import type { RewardRecord, StepRecord } from '../../src/core/trajectory/schema';
 
@@ -120,38 +119,21 @@ describe('Tev task in a real container', () => {
     }
   });
 
-  it('the real agent loop with the oracle policy records Φ on every step through the progress recorder', { timeout: 180_000 }, async () => {
+  it('`runTask` with the oracle policy records Φ on every step and PPRS in the footer', { timeout: 180_000 }, async () => {
     const t = synthesize({ domain: 'data-eng', tier: 'unit', seed: 6, faultCount: 4 });
-    const dir = join(scratch, `${t.id}-loop`);
+    const dir = join(scratch, `${t.id}-run`);
     await writeSynthesizedTask(t, dir, 'terminal-bench');
-    const task = await loadTask(dir);
-    let sandbox: Sandbox | undefined;
-    try {
-      sandbox = await provider.create({ image: { kind: 'dockerfile', context: dir, dockerfile: 'Dockerfile' }, runId, network: false });
-      const recorder = createProgressRecorder(sandbox, task);
-      const steps: StepRecord[] = [];
-      const result = await runAgentLoop({
-        policy: createOraclePolicy(task),
-        sandbox,
-        task,
-        systemPrompt: loadSystemPrompt().text,
-        limits: { maxSteps: 40, maxTimeMs: 120_000 },
-        trace: false,
-        onStep: async (step) => {
-          await recorder.onStep(step);
-          steps.push(step);
-        },
-      });
-      assert.equal(result.endReason, 'finished');
-      const phis = steps.map((s) => s.phi);
-      assert.ok(phis.every((p) => typeof p === 'number'), `Φ on every step: ${JSON.stringify(phis)}`);
-      assert.ok(phis.every((p, i) => i === 0 || p! >= phis[i - 1]!), `Φ never falls along the oracle: ${JSON.stringify(phis)}`);
-      assert.equal(phis.at(-1), 1);
-      assert.ok(phis.some((p) => p! > 0 && p! < 1), 'the oracle passes through partial states');
-      const final = await recorder.finish(testReward((await runTests({ task, sandbox })).tests));
-      assert.equal(final.total, 1.25);
-    } finally {
-      await sandbox?.close();
-    }
+    const result = await runTask({ taskDir: dir, policy: 'oracle', outDir: join(scratch, 'run'), trace: false, env: {} });
+    const trajectory = await readTrajectory(result.trajectoryPath);
+    assert.equal(trajectory.footer?.endReason, 'finished');
+    const phis = trajectory.steps.map((s) => s.phi);
+    assert.ok(phis.every((p) => typeof p === 'number'), `Φ on every written step: ${JSON.stringify(phis)}`);
+    assert.ok(phis.every((p, i) => i === 0 || p! >= phis[i - 1]!), `Φ never falls along the oracle: ${JSON.stringify(phis)}`);
+    assert.equal(phis.at(-1), 1);
+    assert.ok(phis.some((p) => p! > 0 && p! < 1), 'the oracle passes through partial states');
+    assert.deepEqual(trajectory.footer?.reward?.pprs, { pass: true, phi: 1, lambda: 0.25 });
+    assert.equal(trajectory.footer?.reward?.total, 1.25, 'R = 1[pass] + 0.25·Φ(s_T)');
+    const left = await provider.docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=${trajectory.header.runId}`] } });
+    assert.equal(left.length, 0);
   });
 });

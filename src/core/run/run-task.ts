@@ -24,6 +24,7 @@ import { depgpoInput, toDepgpoRecord } from '../depgpo/trajectory';
 import { computeDepgpo } from '../depgpo/compute';
 import { renderReport } from './report';
 import { computeReward } from '../reward/index';
+import { createProgressRecorder, type ProgressRecorder } from '../synth/progress';
 
 export type RunProgress =
   | { type: 'info'; message: string }
@@ -156,6 +157,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
   let reward: RewardRecord | undefined;
   let verifierTrace: VerifierTrace | undefined;
   let depgpo: DepgpoRecord | undefined;
+  let progressRecorder: ProgressRecorder | undefined;
   let failure: unknown;
 
   try {
@@ -175,6 +177,8 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
       sandbox = inner;
       warn(`Tracing could not be set up: ${errorMessage(err)}`);
     }
+    // Tev tasks carry a progress contract: Φ per step and PPRS on the final reward. A no-op otherwise.
+    progressRecorder = createProgressRecorder(sandbox, task, { onError: warn });
     const info = sandbox.info;
     header.sandbox = { image: info.image, ...(info.substitutedFrom ? { substitutedFrom: info.substitutedFrom } : {}), ...(info.workspaceMode ? { workspaceMode: info.workspaceMode } : {}), tracing: info.tracing };
     if (!info.tracing.available) warn(`Tracing is off (${info.tracing.reason ?? 'unavailable'}): DepGPO will fall back to f_t = 1.`);
@@ -193,7 +197,9 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
       previousAttempt: options.previousAttempt,
       beforeExecute: options.beforeExecute,
       signal: options.signal,
-      onStep: (s) => {
+      onStep: async (s) => {
+        // Φ must be on the step before it is written: the line is final once appended.
+        await progressRecorder?.onStep(s);
         w.appendStep(s);
         steps.push(s);
       },
@@ -210,7 +216,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
       progress({ type: 'phase', phase: 'reward', message: config.judge ? `Running the tests and the judge (${config.judge.model})` : 'Running the tests' });
       const judge = config.judge ? { backend: { kind: 'openai' as const, ...config.judge } } : undefined;
       const r = await computeReward({ task, sandbox, trajectoryLines: [header, ...steps], signal: options.signal, ...(judge ? { judge } : {}) });
-      reward = r.reward;
+      reward = await progressRecorder.finish(r.reward);
       verifierTrace = r.verifierTrace;
       if (reward.testError) warn(`The tests could not be scored (${reward.testError.kind}): ${reward.testError.message}`);
 
