@@ -111,6 +111,21 @@ test('the trace graph shows the commands, E and the paths into E, and a click se
   assert.deepEqual(await graph.currentIds(), ['c1'], 'the graph follows the debugger (stopped at step 1)');
   await wb.screenshot('04-trace-graph');
 
+  // Edge toggles, and the toggle survives the panel being hidden (webview state via getState/setState).
+  assert.equal(await graph.visibleEdges('file'), 1);
+  await graph.toggle('file-edges');
+  assert.equal(await graph.visibleEdges('file'), 0);
+  // Hide the panel behind another editor in its group (VS Code discards a hidden webview), then bring it back.
+  await page.locator('.tab', { hasText: 'Trace graph' }).first().click();
+  await wb.runCommand('File: New Untitled Text File');
+  await page.locator('iframe.webview.ready').first().waitFor({ state: 'hidden', timeout: 10_000 });
+  await page.locator('.tab', { hasText: 'Trace graph' }).first().click();
+  await graph.waitReady();
+  assert.equal(await graph.restoredFromState(), true, 'the webview was rebuilt from its saved state');
+  assert.equal(await graph.checked('file-edges'), false, 'the unchecked toggle came back after the panel was hidden');
+  assert.equal(await graph.visibleEdges('file'), 0);
+  await graph.toggle('file-edges');
+
   await graph.clickCommand('c2');
   await dbg.waitForTopFrame(2);
   assert.deepEqual(await graph.currentIds(), ['c2']);

@@ -19,7 +19,10 @@ const vscode = acquireVsCodeApi();
 const ipc = new Endpoint((m) => vscode.postMessage(m));
 window.addEventListener('message', (e) => void ipc.receive(e.data));
 
-const state: TraceGraphState = { showFileEdges: true, showStdoutEdges: true, ...(vscode.getState() as Partial<TraceGraphState> | undefined) };
+const saved = vscode.getState() as Partial<TraceGraphState> | undefined;
+const state: TraceGraphState = { showFileEdges: true, showStdoutEdges: true, ...saved };
+// Lets tests tell a webview that was rebuilt from saved state from one that stayed alive.
+document.body.dataset.restored = saved ? 'true' : 'false';
 const saveState = (): void => vscode.setState(state);
 
 let current: GraphPayload | undefined;

@@ -36,6 +36,23 @@ export class TraceGraph {
     return this.frame.locator('g.node.command.current').evaluateAll((els) => els.map((e) => e.getAttribute('data-id') ?? ''));
   }
 
+  /** Toggles an edge kind with its toolbar checkbox ('file-edges' or 'stdout-edges'). */
+  async toggle(id: 'file-edges' | 'stdout-edges'): Promise<void> {
+    await this.frame.locator(`#${id}`).click();
+  }
+
+  async checked(id: 'file-edges' | 'stdout-edges'): Promise<boolean> {
+    return this.frame.locator(`#${id}`).isChecked();
+  }
+
+  async visibleEdges(kind: 'file' | 'stdout'): Promise<number> {
+    return this.frame.locator(`path.edge.${kind}`).evaluateAll((els) => els.filter((e) => (e as SVGElement).style.display !== 'none').length);
+  }
+
+  async restoredFromState(): Promise<boolean> {
+    return (await this.frame.locator('body').getAttribute('data-restored')) === 'true';
+  }
+
   async renderMs(): Promise<number> {
     return Number(await this.frame.locator('body').getAttribute('data-render-ms'));
   }
