@@ -91,12 +91,24 @@ test('a replay stops at a breakpoint, steps forward and back, and shows the step
   await dbg.waitForTopFrame(1);
   await dbg.waitForVariable('index', '1');
 
+
   // The Variables list is virtualised: fold the Step scope so the credit rows are on screen.
   await dbg.expandScope('Step', false);
   await dbg.expandScope('Reward & credit');
   await dbg.waitForVariable('reward', 'total 1.000');
   await dbg.waitForVariable('depgpo.factor', '1.5');
   await wb.screenshot('03-variables');
+
+  // A function breakpoint added in the Breakpoints view, hit by reverse continue.
+  await dbg.addFunctionBreakpoint('/mkdir/');
+  await dbg.toolbar('debug-reverse-continue');
+  await dbg.waitForTopFrame(0);
+  await dbg.waitForStopDescription(/breakpoint \/mkdir\/ at step 0/, 10_000);
+  await dbg.toolbar('debug-step-over');
+  await dbg.waitForTopFrame(1);
+  await wb.screenshot('03b-function-breakpoint');
+  // Breakpoints belong to the workspace: clear them so the live run below is not stopped by this one.
+  await dbg.removeAllBreakpoints();
 });
 
 test('the trace graph shows the commands, E and the paths into E, and a click selects the step in the debugger', async () => {

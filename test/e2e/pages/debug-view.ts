@@ -51,6 +51,25 @@ export class DebugView {
     await this.page.locator(`.debug-toolbar .action-label.codicon-${icon}`).click();
   }
 
+  /** Adds a function breakpoint the way a user does: command, inline input in the Breakpoints view, Enter. */
+  async addFunctionBreakpoint(spec: string): Promise<void> {
+    const header = this.page.locator('.pane-header', { hasText: /^breakpoints/i }).first();
+    await header.hover();
+    await header.locator('[aria-label="Add Function Breakpoint"]').click({ force: true });
+    const input = this.page.locator('.debug-breakpoints .monaco-inputbox input, .debug-breakpoints textarea').first();
+    await input.waitFor({ timeout: 10_000 });
+    await input.fill(spec);
+    await this.page.keyboard.press('Enter');
+    await this.page.locator('.debug-breakpoints .monaco-list-row', { hasText: spec }).first().waitFor({ timeout: 10_000 });
+  }
+
+  async removeAllBreakpoints(): Promise<void> {
+    const header = this.page.locator('.pane-header', { hasText: /^breakpoints/i }).first();
+    await header.hover();
+    await header.locator('[aria-label="Remove All Breakpoints"]').click({ force: true });
+    await this.page.locator('.debug-breakpoints .monaco-list-row').first().waitFor({ state: 'detached', timeout: 10_000 });
+  }
+
   async stopIfRunning(): Promise<void> {
     if (await this.page.locator('.debug-toolbar .action-label.codicon-debug-stop').isVisible()) await this.stop();
   }
