@@ -6,7 +6,7 @@
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { synthesize, type SynthesizedTask } from '../../src/core/synth/generate';
@@ -18,6 +18,7 @@ import { existsSync } from 'node:fs';
 import { UsageError } from '../../src/cli/command';
 import { loadTask } from '../../src/core/tasks/load';
 import { staticCheckTask } from '../../src/core/tasks/static-checks';
+import { validateTask } from '../../src/core/tasks/validate';
 
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-synth-unit-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -167,5 +168,36 @@ describe('gates reject a broken generator', () => {
     const r = await runGates(t, { probes: false });
     assert.equal(gate(r, 'no-leak')!.passed, false);
     assert.match(gate(r, 'no-leak')!.detail, /app\/data\/notes.json/);
+  });
+});
+
+describe('tbrl validate on a Tev task re-runs the generation gates from its recipe', () => {
+  it('passes an untouched task, and fails one whose hidden grader was edited or whose recipe is gone', { timeout: 240_000 }, async () => {
+    const t = synthesize({ domain: 'log-forensics', tier: 'unit', seed: 21 });
+    const { dir } = await writeSynthesizedTask(t, join(scratch, 'revalidate'), 'harbor');
+
+    const ok = await validateTask(dir, { staticOnly: true });
+    assert.equal(ok.tev.status, 'passed', ok.tev.message);
+    assert.ok((ok.tev.probes ?? 0) >= 14, `at least 14 gaming probes re-run, got ${ok.tev.probes}`);
+    assert.ok((ok.tev.gates ?? 0) > 0);
+    assert.equal(ok.valid, true, ok.problems.join('\n'));
+
+    // An edited grader is not what the gates vouched for: rejected before any gate runs.
+    const grader = join(dir, 'tests', 'progress.py');
+    writeFileSync(grader, readFileSync(grader, 'utf8').replace(/\n$/, '\nprint("phi": 1)\n'));
+    const edited = await validateTask(dir, { staticOnly: true });
+    assert.equal(edited.tev.status, 'failed');
+    assert.match(edited.tev.message ?? '', /tests\/progress\.py differs from what log-forensics\/unit\/seed 21 generates/);
+    assert.equal(edited.valid, false);
+    assert.ok(edited.problems.some((p) => p.startsWith('tev: ')));
+
+    unlinkSync(join(dir, 'tests', 'synth.json'));
+    const noRecipe = await validateTask(dir, { staticOnly: true });
+    assert.equal(noRecipe.tev.status, 'failed');
+    assert.match(noRecipe.tev.message ?? '', /tests\/synth\.json is missing/);
+
+    // An ordinary task has no Tev stage.
+    const plain = await validateTask('examples/hello-world', { staticOnly: true });
+    assert.equal(plain.tev.status, 'skipped');
   });
 });

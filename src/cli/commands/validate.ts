@@ -9,12 +9,13 @@ const score = (s: { status: StageStatus; score?: number }) => (s.score !== undef
 
 /** A fixed-width table: one row per task, then the problems of the invalid ones. */
 export function renderValidationTable(results: TaskValidation[]): string {
-  const header = ['task', 'format', 'valid', 'static', 'build', 'oracle', 'empty', 'time'];
+  const header = ['task', 'format', 'valid', 'static', 'tev', 'build', 'oracle', 'empty', 'time'];
   const rows = results.map((r) => [
     r.id ?? r.path,
     r.format ?? '?',
     r.valid ? 'yes' : 'NO',
     mark(r.static.status),
+    mark(r.tev.status),
     mark(r.build.status),
     score(r.oracle),
     score(r.empty),

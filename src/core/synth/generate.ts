@@ -13,6 +13,9 @@ import { instructionFor } from './instruction';
 
 export interface SynthOptions { domain: string; tier: ScaleTier; seed: number; faultCount?: number }
 
+/** The synthesis options a task was generated from, relative to the task's tests/ parent. */
+export const SYNTH_RECIPE_FILE = 'tests/synth.json';
+
 export interface CoverageLabels {
   domain: string;
   scale: ScaleTier;
@@ -130,6 +133,8 @@ export function synthesize(options: SynthOptions): SynthesizedTask {
     'tests/progress.json': JSON.stringify(progressJson, null, 1) + '\n',
     'tests/pytest.ini': '[pytest]\n',
     'tests/coverage.json': JSON.stringify(labels, null, 2) + '\n',
+    // How to regenerate this task, so `tbrl validate` can re-run the generation gates.
+    [SYNTH_RECIPE_FILE]: JSON.stringify({ domain: spec.name, tier: options.tier, seed: options.seed, faultCount: faults.length }, null, 2) + '\n',
     'test_weights.json': JSON.stringify(VERIFIER_WEIGHTS, null, 2) + '\n',
     'solution.sh': solutionScript(steps),
   };

@@ -8,6 +8,7 @@ import { runAgentLoop } from '../agent/loop';
 import { loadSystemPrompt } from '../agent/prompt';
 import type { Task } from './model';
 import { loadTask } from './load';
+import { isTevTask, revalidateTevTask } from '../synth/revalidate';
 import { staticCheckTask, type Finding } from './static-checks';
 
 /**
@@ -37,6 +38,8 @@ export interface TaskValidation {
   valid: boolean;
   load: { status: StageStatus; message?: string };
   static: { status: StageStatus; findings: Finding[] };
+  /** Tev tasks only: the generation gates re-run from the task's recipe (host, no Docker). */
+  tev: { status: StageStatus; message?: string; gates?: number; probes?: number };
   build: { status: StageStatus; message?: string; image?: string; substitutedFrom?: string; durationMs?: number };
   oracle: ScoredStage;
   empty: ScoredStage;
@@ -48,7 +51,7 @@ export interface TaskValidation {
 
 export type ValidationProgress =
   | { type: 'start'; path: string; index: number; total: number }
-  | { type: 'stage'; path: string; stage: 'load' | 'static' | 'build' | 'oracle' | 'empty'; message: string }
+  | { type: 'stage'; path: string; stage: 'load' | 'static' | 'tev' | 'build' | 'oracle' | 'empty'; message: string }
   | { type: 'done'; path: string; result: TaskValidation; completed: number; total: number };
 
 export interface ValidateOptions {
@@ -90,12 +93,13 @@ const skipped = (message?: string): ScoredStage => ({ status: 'skipped', ...(mes
 
 export async function validateTask(path: string, options: ValidateOptions): Promise<TaskValidation> {
   const started = Date.now();
-  const stage = (s: 'load' | 'static' | 'build' | 'oracle' | 'empty', message: string) => options.onProgress?.({ type: 'stage', path, stage: s, message });
+  const stage = (s: 'load' | 'static' | 'tev' | 'build' | 'oracle' | 'empty', message: string) => options.onProgress?.({ type: 'stage', path, stage: s, message });
   const result: TaskValidation = {
     path,
     valid: false,
     load: { status: 'skipped' },
     static: { status: 'skipped', findings: [] },
+    tev: { status: 'skipped' },
     build: { status: 'skipped' },
     oracle: skipped(),
     empty: skipped(),
@@ -107,6 +111,7 @@ export async function validateTask(path: string, options: ValidateOptions): Prom
     result.valid =
       result.load.status === 'passed' &&
       result.static.status === 'passed' &&
+      result.tev.status !== 'failed' &&
       (options.staticOnly || (result.build.status === 'passed' && result.oracle.status === 'passed' && result.empty.status === 'passed'));
     result.durationMs = Date.now() - started;
     return result;
@@ -129,6 +134,12 @@ export async function validateTask(path: string, options: ValidateOptions): Prom
   const findings = await staticCheckTask(task);
   result.static = { status: findings.some((f) => f.severity === 'error') ? 'failed' : 'passed', findings };
   for (const f of findings) (f.severity === 'error' ? result.problems : result.warnings).push(`${f.check}: ${f.message}`);
+  if (isTevTask(task)) {
+    // The gates run on the host with python3, like at generation: no Docker needed.
+    stage('tev', 'Tev generation gates');
+    result.tev = await revalidateTevTask(task);
+    if (result.tev.status === 'failed') result.problems.push(`tev: ${result.tev.message}`);
+  }
   if (options.staticOnly) return finish();
   if (!options.provider) throw new Error('validateTask needs a sandbox provider unless staticOnly is set');
 
