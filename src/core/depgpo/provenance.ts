@@ -43,6 +43,12 @@ export class Provenance {
     return this.files.get(path)?.counts.keys() ?? [];
   }
 
+  /** Current owners of `path`, top to bottom, as run-length intervals (copies; for per-line attribution in the editor). */
+  intervalsOf(path: string): Array<{ owner: number; length: number }> {
+    const state = this.files.get(path);
+    return state ? state.owners.map((owner, i) => ({ owner, length: state.lengths[i] })) : [];
+  }
+
   /** Applies one FileWrite of command `writer` (execution index). Returns the number of lines it wrote. */
   apply(writer: number, write: FileWrite): number {
     const fileId = this.fileId(write.path);
