@@ -25,6 +25,7 @@ import { computeDepgpo } from '../depgpo/compute';
 import { renderReport } from './report';
 import { computeReward } from '../reward/index';
 import { createProgressRecorder, type ProgressRecorder } from '../synth/progress';
+import { snapshotChangedFiles, SNAPSHOT_DIR } from '../attribution/snapshot';
 
 export type RunProgress =
   | { type: 'info'; message: string }
@@ -229,6 +230,16 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
       } catch (err) {
         // Credit assignment is an add-on: the run and its reward stand without it.
         warn(`DepGPO could not be computed: ${errorMessage(err)}`);
+      }
+    }
+    // The container goes away with close(): keep the final content of what the agent changed for the editor.
+    if (loop && !options.signal?.aborted) {
+      try {
+        const snapshot = await snapshotChangedFiles(sandbox, steps, outDir);
+        const missed = snapshot.skipped.filter((s) => !s.reason.startsWith('deleted'));
+        if (missed.length > 0) warn(`Changed files left out of ${SNAPSHOT_DIR}/: ${missed.map((s) => `${s.path} (${s.reason})`).join('; ')}`);
+      } catch (err) {
+        warn(`The changed files could not be saved: ${errorMessage(err)}`);
       }
     }
   } catch (err) {
