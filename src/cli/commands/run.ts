@@ -1,6 +1,6 @@
 import type { CliCommand } from '../command';
 import { UsageError } from '../command';
-import { runTask, type RunProgress, type RunTaskResult } from '../../core/run/run-task';
+import { forkRun, runTask, type RunProgress, type RunTaskResult } from '../../core/run/run-task';
 import { actionSummary, PARSE_ERROR } from '../../core/trajectory/replay';
 import type { StepRecord } from '../../core/trajectory/schema';
 import { TbrlError } from '../../core/errors';
@@ -78,6 +78,7 @@ export const runCommand: CliCommand = {
     '                [--verifier listwise|pointwise|pairwise|decision-only] [--max-steps N] [--max-time SEC]',
     '                [--max-tokens N] [--judge MODEL] [--out DIR] [--checkpoint] [--no-trace]',
     '                [--attempts T --select best|refine]',
+    'run --fork-from <trajectory.jsonl> --step K [same policy options]',
     '',
     'Without an endpoint (--base-url, OPENAI_BASE_URL or .tbrl/config.json) the oracle policy runs the',
     "task's reference solution. The model name comes from --model, TBRL_MODEL or the config file.",
@@ -86,6 +87,8 @@ export const runCommand: CliCommand = {
     'With --attempts T: T runs in <out>/attempt-<k>/; --select best keeps the highest reward (a trajectory',
     'verifier on the same endpoint breaks ties), --select refine shows each attempt a summary of the last',
     'and stops at reward 1. The choice is written to <out>/attempts.json.',
+    'With --fork-from and --step: a new run of the same task starting from step K\'s checkpoint of that run',
+    '(made with --checkpoint): steps 0..K are copied, the policy goes on from step K+1.',
   ].join('\n'),
   options: {
     'base-url': { type: 'string' },
@@ -103,9 +106,15 @@ export const runCommand: CliCommand = {
     'no-trace': { type: 'boolean' },
     attempts: { type: 'string' },
     select: { type: 'string' },
+    'fork-from': { type: 'string' },
+    step: { type: 'string' },
   },
   async run({ positionals, values }) {
-    if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing <task-dir> (e.g. tbrl run examples/hello-world)' : `expected one task directory, got ${positionals.length}: ${positionals.join(' ')}`);
+    const forkFrom = values['fork-from'] as string | undefined;
+    const forkStep = parseForkStep(forkFrom, values.step);
+    if (forkFrom !== undefined && positionals.length > 1) throw new UsageError(`--fork-from takes the task from the trajectory; expected at most one task directory, got ${positionals.length}`);
+    if (forkFrom !== undefined && values.attempts !== undefined) throw new UsageError('--fork-from makes one run; drop --attempts');
+    if (forkFrom === undefined && positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing <task-dir> (e.g. tbrl run examples/hello-world)' : `expected one task directory, got ${positionals.length}: ${positionals.join(' ')}`);
     const policy = values.policy as string | undefined;
     if (policy !== undefined && policy !== 'model' && policy !== 'oracle') throw new UsageError(`--policy must be model or oracle, not "${policy}"`);
 
@@ -122,7 +131,7 @@ export const runCommand: CliCommand = {
     };
     process.on('SIGINT', onSigint);
     const baseOptions = {
-      taskDir: positionals[0],
+      taskDir: positionals[0] as string,
       baseUrl: values['base-url'] as string | undefined,
       model: values.model as string | undefined,
       apiKey: values['api-key'] as string | undefined,
@@ -144,7 +153,9 @@ export const runCommand: CliCommand = {
     if (values.select !== undefined && attempts < 2) throw new UsageError('--select needs --attempts 2 or more (e.g. --attempts 3 --select refine)');
     try {
       if (attempts > 1) return await runSeveral(baseOptions, attempts, select, values.out as string | undefined, controller.signal);
-      const result = await runTask({ ...baseOptions, outDir: values.out as string | undefined });
+      const result = forkFrom !== undefined
+        ? await forkRun({ ...baseOptions, taskDir: positionals[0], trajectoryPath: forkFrom, step: forkStep!, outDir: values.out as string | undefined })
+        : await runTask({ ...baseOptions, outDir: values.out as string | undefined });
       printSummary(result);
       return result.footer.endReason === 'interrupted' ? 130 : 0;
     } catch (err) {
@@ -196,4 +207,16 @@ async function runSeveral(options: RunOptions, attempts: number, select: 'best' 
   console.log(`Summary:    ${join(root, 'attempts.json')}`);
   if (signal.aborted) return 130;
   return chosen.error ? 1 : 0;
+}
+
+function parseForkStep(forkFrom: string | undefined, raw: unknown): number | undefined {
+  if (forkFrom === undefined) {
+    if (raw !== undefined) throw new UsageError('--step needs --fork-from <trajectory.jsonl> (e.g. tbrl run --fork-from runs/x/trajectory.jsonl --step 2)');
+    return undefined;
+  }
+  const n = Number(raw);
+  if (raw === undefined || !Number.isInteger(n) || n < 0) {
+    throw new UsageError(`--fork-from needs --step K, the step to branch from (a whole number from 0), not ${raw === undefined ? 'nothing' : `"${String(raw)}"`} (e.g. --fork-from ${forkFrom} --step 2)`);
+  }
+  return n;
 }

@@ -4,6 +4,7 @@ import type { ChatMessage } from '../model/types';
 import type { Sandbox } from '../sandbox/types';
 import type { Task } from '../tasks/model';
 import { stepObservation } from '../trajectory/observation';
+import { checkpointShellState } from '../trajectory/checkpoint-state';
 import type { StepRecord, TrajectoryFooter } from '../trajectory/schema';
 import type { Policy, PolicyTurn } from './policy';
 import { initialMessages } from './prompt';
@@ -171,7 +172,9 @@ export async function runAgentLoop(options: LoopOptions): Promise<LoopResult> {
     };
     if (options.checkpoint) {
       try {
-        record.checkpoint = (await options.sandbox.checkpoint(step)).imageId;
+        const cp = await options.sandbox.checkpoint(step);
+        record.checkpoint = cp.imageId;
+        record.checkpointState = checkpointShellState(cp.cwd, cp.env);
       } catch (err) {
         // A failed commit must not lose the step; the debugger just cannot fork from here.
         record.checkpointError = errorMessage(err);

@@ -26,6 +26,8 @@ import { renderReport } from './report';
 import { computeReward } from '../reward/index';
 import { createProgressRecorder, type ProgressRecorder } from '../synth/progress';
 import { snapshotChangedFiles, SNAPSHOT_DIR } from '../attribution/snapshot';
+import { ImageMissingError } from '../sandbox/errors';
+import { conversationThrough, prepareFork, restoreShellState, type ForkSource, type PreparedFork } from './fork';
 
 export type RunProgress =
   | { type: 'info'; message: string }
@@ -57,6 +59,12 @@ export interface RunTaskOptions extends RunConfigInput {
   skipReward?: boolean;
   /** Sequential Refine: what the previous attempt did and how it ended, shown with the task. */
   previousAttempt?: string;
+  /**
+   * Branch from step k of an earlier run: its container comes back from step k's checkpoint, steps
+   * 0..k are copied into the new trajectory (header.forkedFrom says from where) and the policy goes
+   * on from step k+1. `maxSteps` still counts the whole run, copied steps included.
+   */
+  forkFrom?: ForkSource;
 }
 
 export interface RunTaskResult {
@@ -114,6 +122,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     progress({ type: 'warning', message });
   };
 
+  const fork = options.forkFrom ? await prepareFork(options.forkFrom, cwd) : undefined;
   progress({ type: 'phase', phase: 'task', message: `Loading task ${options.taskDir}` });
   const task = await loadTask(resolve(cwd, options.taskDir));
   const config = resolveRunConfig(options, env, cwd);
@@ -127,7 +136,10 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     ({ policy, header: policyHeader, verifier: verifierHeader } = buildPolicy(task, config, env));
     progress({ type: 'info', message: config.policyReason });
   }
-  const prompt = loadSystemPrompt();
+  const loaded = loadSystemPrompt();
+  // A fork goes on with the conversation the source run had, so it keeps that run's prompt.
+  const prompt = fork?.source.header.systemPrompt ? { version: fork.source.header.versions.promptVersion ?? loaded.version, text: fork.source.header.systemPrompt } : loaded;
+  const previousAttempt = options.previousAttempt ?? (fork ? (fork.source.header.config.previousAttempt as string | undefined) : undefined);
   // The task's own agent timeout is the default wall-time limit, as in Terminal-Bench.
   const maxTimeSec = config.maxTimeSec ?? task.agentTimeoutSec;
 
@@ -145,10 +157,11 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     task: { id: task.id, dir: task.dir, format: task.format, instruction: task.instruction },
     policy: policyHeader,
     ...(verifierHeader ? { verifier: verifierHeader } : {}),
-    config: { policyDescription: policy.description, configSources: config.sources, checkpoint: !!options.checkpoint, trace: options.trace ?? true, ...(options.previousAttempt ? { previousAttempt: options.previousAttempt } : {}) },
+    config: { policyDescription: policy.description, configSources: config.sources, checkpoint: !!options.checkpoint, trace: options.trace ?? true, ...(previousAttempt ? { previousAttempt } : {}) },
     versions: { tbrl: VERSION, node: process.version, promptVersion: prompt.version },
     systemPrompt: prompt.text,
     limits: { maxSteps: config.maxSteps, maxTimeSec, ...(config.maxTokens !== undefined ? { maxTokens: config.maxTokens } : {}) },
+    ...(fork ? { forkedFrom: { runId: fork.source.header.runId, step: fork.checkpoint.step, trajectory: fork.source.path } } : {}),
   };
 
   let writer: TrajectoryWriter | undefined;
@@ -164,13 +177,15 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
   try {
     progress({ type: 'phase', phase: 'sandbox', message: `Starting the sandbox (${'image' in task.environment ? task.environment.image : `building ${task.environment.dockerfile}`})` });
     const provider = options.sandboxProvider ?? new DockerSandboxProvider();
-    const inner = await provider.create({
-      image: 'image' in task.environment ? { kind: 'image', image: task.environment.image } : { kind: 'dockerfile', context: task.environment.context, dockerfile: task.environment.dockerfile },
-      runId,
-      network: task.allowInternet,
-      onProgress: (line) => progress({ type: 'build', line }),
-      signal: options.signal,
-    });
+    const inner = fork
+      ? await forkSandbox(provider, fork, { runId, network: task.allowInternet, onProgress: (line) => progress({ type: 'build', line }), signal: options.signal })
+      : await provider.create({
+        image: 'image' in task.environment ? { kind: 'image', image: task.environment.image } : { kind: 'dockerfile', context: task.environment.context, dockerfile: task.environment.dockerfile },
+        runId,
+        network: task.allowInternet,
+        onProgress: (line) => progress({ type: 'build', line }),
+        signal: options.signal,
+      });
     // Tracing is best effort: when the helper cannot start, the run goes on untraced and the header says why.
     try {
       sandbox = await createTracedSandbox(inner, { enabled: options.trace !== false });
@@ -179,11 +194,16 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
       warn(`Tracing could not be set up: ${errorMessage(err)}`);
     }
     // Tev tasks carry a progress contract: Φ per step and PPRS on the final reward. A no-op otherwise.
+    if (fork) await restoreShellState(sandbox, fork.checkpoint);
     progressRecorder = createProgressRecorder(sandbox, task, { onError: warn });
     const info = sandbox.info;
     header.sandbox = { image: info.image, ...(info.substitutedFrom ? { substitutedFrom: info.substitutedFrom } : {}), ...(info.workspaceMode ? { workspaceMode: info.workspaceMode } : {}), tracing: info.tracing };
     if (!info.tracing.available) warn(`Tracing is off (${info.tracing.reason ?? 'unavailable'}): DepGPO will fall back to f_t = 1.`);
     writer = TrajectoryWriter.create(trajectoryPath, header);
+    for (const s of fork?.copied ?? []) {
+      writer.appendStep(s);
+      steps.push(s);
+    }
 
     progress({ type: 'phase', phase: 'agent', message: `Running ${policy.description} (max ${config.maxSteps} steps, ${maxTimeSec} s${config.maxTokens ? `, ${config.maxTokens} tokens` : ''})` });
     const w = writer;
@@ -192,10 +212,11 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
       sandbox,
       task,
       systemPrompt: prompt.text,
-      limits: { maxSteps: config.maxSteps, maxTimeMs: maxTimeSec * 1000, maxTokens: config.maxTokens },
+      limits: { maxSteps: Math.max(0, config.maxSteps - (fork?.copied.length ?? 0)), maxTimeMs: maxTimeSec * 1000, maxTokens: config.maxTokens },
       trace: options.trace ?? true,
       checkpoint: options.checkpoint,
-      previousAttempt: options.previousAttempt,
+      previousAttempt,
+      ...(fork ? { resume: { messages: conversationThrough(prompt.text, task, fork.copied, previousAttempt), state: fork.state, nextStep: fork.copied.length } } : {}),
       beforeExecute: options.beforeExecute,
       signal: options.signal,
       onStep: async (s) => {
@@ -210,7 +231,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
       },
     });
 
-    const kept = steps.filter((s) => s.checkpoint).length;
+    const kept = steps.filter((s) => s.checkpoint && !fork?.copied.includes(s)).length;
     if (kept > 0) progress({ type: 'info', message: `${kept} checkpoint image(s) kept for fork / step back; \`tbrl gc\` removes them once this process has exited.` });
     const interrupted = loop.endReason === 'interrupted' || loop.endReason === 'cancelled';
     if (!options.skipReward && !interrupted) {
@@ -292,4 +313,28 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     throw err;
   }
   return result;
+}
+
+/** The container of a fork, with the checkpoint's absence said in terms of what to do about it. */
+async function forkSandbox(provider: SandboxProvider, fork: PreparedFork, spec: Parameters<SandboxProvider['fork']>[1]): Promise<Sandbox> {
+  try {
+    return await provider.fork(fork.checkpoint, spec);
+  } catch (err) {
+    if (err instanceof ImageMissingError) {
+      throw new TbrlError(
+        'fork-checkpoint-gone',
+        `The checkpoint image of step ${fork.checkpoint.step} (${fork.checkpoint.imageId}) of run ${fork.checkpoint.runId} no longer exists: \`tbrl gc\` removes checkpoints once the run's process has exited.`,
+        'Re-run the task with --checkpoint (or "checkpoint": true in launch.json) and fork from the new run before collecting it.',
+        { cause: err },
+      );
+    }
+    throw err;
+  }
+}
+
+/** `tbrl run --fork-from <trajectory> --step K`: a new run from step K's checkpoint of an earlier run, on its task. */
+export async function forkRun(options: Omit<RunTaskOptions, 'taskDir' | 'forkFrom'> & ForkSource & { taskDir?: string }): Promise<RunTaskResult> {
+  const { trajectoryPath, step, ...rest } = options;
+  const taskDir = rest.taskDir ?? (await prepareFork({ trajectoryPath, step }, rest.cwd)).source.header.task.dir;
+  return runTask({ ...rest, taskDir, forkFrom: { trajectoryPath, step } });
 }

@@ -82,6 +82,13 @@ export interface StepRecord {
   scratchpad: string[];
   /** Checkpoint image of the container after this step (for fork/step back). */
   checkpoint?: string;
+  /**
+   * Shell state a container commit does not carry, needed to fork from `checkpoint`: the cwd and
+   * the exported environment minus secret-looking variables (names like *_TOKEN / *_API_KEY, or
+   * values shaped like provider keys), which are never written to a trajectory. A fork therefore
+   * starts without them; variables baked into the image or the container's own env are unaffected.
+   */
+  checkpointState?: { cwd: string; env: Record<string, string>; droppedEnv?: string[] };
   /** Why the checkpoint of this step could not be taken (the step itself still counts). */
   checkpointError?: string;
   /** Progress potential Φ after this step (Tev tasks). */
