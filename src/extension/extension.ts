@@ -6,6 +6,7 @@ import { registerCommands } from './commands/index';
 import { TasksProvider } from './views/tasks';
 import { RunsProvider } from './views/runs';
 import { TrainerProvider } from './views/trainer';
+import { registerAttribution } from './attribution/register';
 
 export function activate(context: vscode.ExtensionContext): void {
   const output = vscode.window.createOutputChannel('TBRL Studio', { log: true });
@@ -45,6 +46,7 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(watcher);
 
   registerDebugger(context, settings);
+  registerAttribution(context, output);
   registerCommands({ extension: context, output, settings, tasks, runs, trainer, tracker });
   output.info('TBRL Studio activated');
 }
