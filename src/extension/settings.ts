@@ -29,7 +29,7 @@ export const SETTING_DEFAULTS = {
   'docker.socketPath': '',
   'sandbox.baseImageMap': {},
   'debug.stopBeforeEveryAction': false,
-  'debug.checkpoint': false,
+  'debug.checkpoint': true,
   'trainer.url': '',
 } as const;
 

@@ -20,7 +20,10 @@ export interface LaunchArgs extends DebugProtocol.LaunchRequestArguments {
   maxTimeSec?: number;
   runsDir?: string;
   cwd?: string;
+  /** Live: commit the container after each step so restart frame can fork from it (default true). */
   checkpoint?: boolean;
+  /** Live: keep the checkpoint images when the session ends (for `tbrl run --fork-from` later). */
+  keepCheckpoints?: boolean;
   trace?: boolean;
   skipReward?: boolean;
   /** Filled in by the extension from SecretStorage; never written to launch.json. */

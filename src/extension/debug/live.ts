@@ -1,6 +1,9 @@
 import { basename, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { runTask } from '../../core/run/run-task';
+import type { ForkSource } from '../../core/run/fork';
+import { DockerSandboxProvider } from '../../core/sandbox/provider';
+import { LABEL_RUN } from '../../core/sandbox/types';
 import type { BeforeExecuteDecision, PendingTurn } from '../../core/agent/loop';
 import type { StepRecord, TrajectoryFooter, TrajectoryHeader } from '../../core/trajectory/schema';
 import { stepObservation } from '../../core/trajectory/observation';
@@ -28,6 +31,8 @@ export interface LiveRun {
   readonly trajectoryPath: string;
   readonly labelsPath: string;
   cancel(): void;
+  /** Settles once the run has ended and its sandbox is closed (whatever the outcome). */
+  readonly done: Promise<void>;
   /** Human choices become preference labels next to the trajectory (labels.jsonl). */
   recordDecision(step: number, turn: PendingTurn, d: HumanDecision, history: StepRecord[]): Promise<number>;
 }
@@ -36,8 +41,12 @@ function stamp(): string {
   return new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
 }
 
-/** A live run of the agent through the core orchestrator, with the debugger in its beforeExecute hook. */
-export function startLiveRun(args: LaunchArgs, hooks: LiveHooks): LiveRun {
+/**
+ * A live run of the agent through the core orchestrator, with the debugger in its beforeExecute
+ * hook; with `forkFrom` it starts from that step's checkpoint of an earlier run (restart frame).
+ * Editor runs keep checkpoints unless `checkpoint: false`, so any step can be restarted.
+ */
+export function startLiveRun(args: LaunchArgs, hooks: LiveHooks, forkFrom?: ForkSource): LiveRun {
   const cwd = args.cwd ?? process.cwd();
   const taskDir = resolve(cwd, args.task!);
   const runsDir = resolve(cwd, args.runsDir ?? 'runs');
@@ -45,7 +54,10 @@ export function startLiveRun(args: LaunchArgs, hooks: LiveHooks): LiveRun {
   const abort = new AbortController();
   let instruction = '';
   let header: TrajectoryHeader | undefined;
+  let settle!: () => void;
+  const done = new Promise<void>((r) => (settle = r));
   const run: LiveRun = {
+    done,
     outDir,
     trajectoryPath: join(outDir, 'trajectory.jsonl'),
     labelsPath: join(outDir, 'labels.jsonl'),
@@ -74,7 +86,8 @@ export function startLiveRun(args: LaunchArgs, hooks: LiveHooks): LiveRun {
     verifier: args.verifier,
     maxSteps: args.maxSteps,
     maxTimeSec: args.maxTimeSec,
-    checkpoint: args.checkpoint,
+    checkpoint: args.checkpoint ?? true,
+    ...(forkFrom ? { forkFrom } : {}),
     trace: args.trace,
     skipReward: args.skipReward,
     signal: abort.signal,
@@ -91,8 +104,13 @@ export function startLiveRun(args: LaunchArgs, hooks: LiveHooks): LiveRun {
       hooks.onHeader(result.header);
       hooks.onEnd(result.footer, result.trajectoryPath);
     },
-    (err) => hooks.onError(errorMessage(err)),
-  );
+    (err) => {
+      // A failed run still made its sandbox (and maybe checkpoints) under this header.
+      const failed = (err as { result?: { header: TrajectoryHeader } }).result;
+      if (failed) hooks.onHeader(failed.header);
+      hooks.onError(errorMessage(err));
+    },
+  ).finally(() => settle());
   // The header is on disk as soon as the sandbox is up; read it lazily for labels and the thread name.
   void (async () => {
     const { readFile } = await import('node:fs/promises');
@@ -108,4 +126,22 @@ export function startLiveRun(args: LaunchArgs, hooks: LiveHooks): LiveRun {
     }
   })();
   return run;
+}
+
+/**
+ * Removes the checkpoint images of runs a debug session started, newest run first: a fork's
+ * checkpoints are children of its source's, and Docker refuses to remove a parent before them.
+ */
+export async function removeRunCheckpoints(runIds: string[]): Promise<number> {
+  const docker = new DockerSandboxProvider().docker;
+  let removed = 0;
+  for (const runId of [...runIds].reverse()) {
+    const images = await docker.listImages({ all: true, filters: { label: [`${LABEL_RUN}=${runId}`, 'dev.tbrl.kind=checkpoint'] } });
+    // Newest step first for the same reason within one run.
+    images.sort((a, b) => b.Created - a.Created);
+    for (const img of images) {
+      await docker.getImage(img.Id).remove({ force: true }).then(() => removed++, () => undefined);
+    }
+  }
+  return removed;
 }

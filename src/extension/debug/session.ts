@@ -9,7 +9,8 @@ import type { BeforeExecuteDecision, PendingTurn } from '../../core/agent/loop';
 import { factsOfStep, firstHit, parseBreakpoint, type BreakpointSpec, type StepFacts } from './breakpoints';
 import { candidatesScope, filesScope, runScope, stateScope, stepScope, type VarNode } from './variables';
 import type { LaunchArgs } from './launch-args';
-import { startLiveRun, type LiveRun, type HumanDecision } from './live';
+import { removeRunCheckpoints, startLiveRun, type LiveRun, type HumanDecision } from './live';
+import type { ForkSource } from '../../core/run/fork';
 
 const THREAD_ID = 1;
 
@@ -40,6 +41,15 @@ export class TbrlDebugSession extends DebugSession {
   /** Live: stop before the next turn (step, pause, stopOnEntry). */
   private stopNext = false;
   private stopEveryAction = false;
+  private launchArgs: LaunchArgs = {};
+  /** The trajectory the frames come from (replayed, or written by the live run). */
+  private trajectoryPath?: string;
+  /** Live runs this session started, oldest first: their checkpoints go when the session ends. */
+  private ownRuns: string[] = [];
+  /** Bumped when a run is replaced, so late events of the old run are ignored. */
+  private generation = 0;
+  /** Reason of the next live stop (a restarted frame stops with 'restart'). */
+  private nextStopReason?: string;
 
   constructor() {
     super();
@@ -54,6 +64,7 @@ export class TbrlDebugSession extends DebugSession {
       supportsConfigurationDoneRequest: true,
       supportsFunctionBreakpoints: true,
       supportsStepBack: true,
+      supportsRestartFrame: true,
       supportsTerminateRequest: true,
       supportsEvaluateForHovers: false,
     };
@@ -68,6 +79,7 @@ export class TbrlDebugSession extends DebugSession {
 
   protected override async launchRequest(response: DebugProtocol.LaunchResponse, maybeArgs: LaunchArgs | undefined): Promise<void> {
     const args = maybeArgs ?? {};
+    this.launchArgs = args;
     const bad: string[] = [];
     for (const raw of args.breakOn ?? []) {
       const spec = parseBreakpoint(raw);
@@ -83,6 +95,7 @@ export class TbrlDebugSession extends DebugSession {
   private async launchReplay(response: DebugProtocol.LaunchResponse, args: LaunchArgs): Promise<void> {
     try {
       const t = await readTrajectory(args.trajectory!);
+      this.trajectoryPath = args.trajectory;
       this.header = t.header;
       this.steps = t.steps;
       this.footer = t.footer;
@@ -106,15 +119,27 @@ export class TbrlDebugSession extends DebugSession {
     this.stopEveryAction = args.stopBeforeEveryAction === true;
     this.sendResponse(response);
     await this.configured;
+    this.startLive(args);
+  }
+
+  private startLive(args: LaunchArgs, forkFrom?: ForkSource): void {
+    const gen = ++this.generation;
+    const mine = (): boolean => gen === this.generation;
     this.live = startLiveRun(args, {
-      output: (text) => this.sendEvent(new OutputEvent(text + '\n', 'console')),
-      onHeader: (h) => (this.header = h),
+      output: (text) => mine() && this.sendEvent(new OutputEvent(text + '\n', 'console')),
+      onHeader: (h) => {
+        if (!this.ownRuns.includes(h.runId)) this.ownRuns.push(h.runId);
+        if (mine()) this.header = h;
+      },
       onStep: (s) => {
+        if (!mine()) return;
         this.steps.push(s);
         this.sendEvent(new Event('tbrl/step', { step: s.index }));
       },
-      beforeExecute: (step, turn) => this.onPending(step, turn),
+      // A replaced run's pending turn is stopped, never run.
+      beforeExecute: (step, turn) => (mine() ? this.onPending(step, turn) : Promise.resolve({ action: 'stop' })),
       onEnd: (footer, trajectory) => {
+        if (!mine()) return;
         this.footer = footer;
         this.live = undefined;
         if (trajectory) this.sendEvent(new Event('tbrl/loaded', { trajectory, runId: this.header?.runId, steps: this.steps.length }));
@@ -123,10 +148,12 @@ export class TbrlDebugSession extends DebugSession {
         this.stopAt(this.steps.length - 1, 'step', `run ended: ${footer?.endReason ?? 'error'}${footer?.reward ? `, reward ${footer.reward.total.toFixed(3)}` : ''}`);
       },
       onError: (message) => {
+        if (!mine()) return;
         this.sendEvent(new OutputEvent(`error: ${message}\n`, 'stderr'));
         this.sendEvent(new TerminatedEvent());
       },
-    });
+    }, forkFrom);
+    this.trajectoryPath = this.live.trajectoryPath;
   }
 
   private onPending(step: number, turn: PendingTurn): Promise<BeforeExecuteDecision> {
@@ -139,7 +166,8 @@ export class TbrlDebugSession extends DebugSession {
     };
     const hit = firstHit(this.allBreakpoints(), facts);
     if (!this.stopNext && !this.stopEveryAction && !hit) return Promise.resolve({ action: 'continue' });
-    const reason = hit ? 'function breakpoint' : this.steps.length === 0 && step === 0 ? 'entry' : 'step';
+    const reason = hit ? 'function breakpoint' : this.nextStopReason ?? (this.steps.length === 0 && step === 0 ? 'entry' : 'step');
+    this.nextStopReason = undefined;
     this.stopNext = false;
     return new Promise((resolve) => {
       this.pending = { step, turn, resolve };
@@ -348,6 +376,36 @@ export class TbrlDebugSession extends DebugSession {
     this.runBackward(this.current);
   }
 
+  /**
+   * Restart frame = fork: a new live run starts from the checkpoint of that step's container (its
+   * files, cwd and environment after the step), with steps 0..k copied and the conversation rebuilt.
+   * It replaces the run in this same session (the old one is stopped) and stops before step k+1.
+   */
+  protected override async restartFrameRequest(response: DebugProtocol.RestartFrameResponse, args: DebugProtocol.RestartFrameArguments): Promise<void> {
+    const index = args.frameId - 1;
+    const s = this.steps[index];
+    if (!s) return this.fail(response, 1030, index === this.steps.length ? `Step ${index} has not run yet, so there is no state after it to restart from; restart the frame below it (step ${index - 1}).` : `There is no step ${index} in this run.`);
+    if (!s.checkpoint || !s.checkpointState) {
+      return this.fail(response, 1031, `Step ${index} has no checkpoint${s.checkpointError ? ` (${s.checkpointError})` : ''}, so the run cannot be restarted from it. Run with "checkpoint": true in launch.json (the default for live runs) or tbrl run --checkpoint.`);
+    }
+    const source = this.trajectoryPath;
+    const task = this.launchArgs.task ?? this.header?.task.dir;
+    if (!source || !task) return this.fail(response, 1032, 'This session has no trajectory to fork from yet; wait for the run to write its first step.');
+    const old = this.live;
+    this.generation++;
+    if (this.pending) this.resolvePending({ action: 'stop' }, false);
+    old?.cancel();
+    await old?.done;
+    this.steps = this.steps.slice(0, index + 1);
+    this.footer = undefined;
+    this.stopNext = true;
+    this.nextStopReason = 'restart';
+    this.sendResponse(response);
+    this.sendEvent(new OutputEvent(`Restarting from step ${index}: forking ${this.header?.runId ?? source} from its checkpoint\n`, 'console'));
+    this.startLive({ ...this.launchArgs, task, trajectory: undefined }, { trajectoryPath: source, step: index });
+    this.sendEvent(new Event('tbrl/forked', { from: source, step: index, trajectory: this.trajectoryPath }));
+  }
+
   protected override pauseRequest(response: DebugProtocol.PauseResponse): void {
     this.sendResponse(response);
     if (this.live && !this.pending) this.stopNext = true;
@@ -364,7 +422,7 @@ export class TbrlDebugSession extends DebugSession {
       return this.stopAt(step, 'goto', `selected step ${step}`);
     }
     if (command === 'tbrl/state') {
-      response.body = { current: this.current, steps: this.steps.length, pending: this.pending ? this.pending.step : null, runId: this.header?.runId, live: this.live !== undefined, trajectory: this.live?.trajectoryPath };
+      response.body = { current: this.current, steps: this.steps.length, pending: this.pending ? this.pending.step : null, runId: this.header?.runId, live: this.live !== undefined, trajectory: this.trajectoryPath };
       return this.sendResponse(response);
     }
     if (command === 'tbrl/decide') return void this.decide(response, args as unknown as HumanDecision);
@@ -401,19 +459,33 @@ export class TbrlDebugSession extends DebugSession {
     this.sendErrorResponse(response, { id, format: '{_message}', variables: { _message: text }, showUser: true });
   }
 
-  protected override terminateRequest(response: DebugProtocol.TerminateResponse): void {
-    this.shutdownLive();
+  protected override async terminateRequest(response: DebugProtocol.TerminateResponse): Promise<void> {
+    await this.shutdownLive();
     this.sendResponse(response);
     this.sendEvent(new TerminatedEvent());
   }
 
-  protected override disconnectRequest(response: DebugProtocol.DisconnectResponse): void {
-    this.shutdownLive();
+  protected override async disconnectRequest(response: DebugProtocol.DisconnectResponse): Promise<void> {
+    await this.shutdownLive();
     this.sendResponse(response);
   }
 
-  private shutdownLive(): void {
+  /**
+   * Stops the live run and removes the checkpoint images of the runs this session started: they
+   * serve restart frame within the session; `keepCheckpoints: true` keeps them for a later fork.
+   */
+  private async shutdownLive(): Promise<void> {
     if (this.pending) this.resolvePending({ action: 'stop' }, false);
-    this.live?.cancel();
+    const live = this.live;
+    live?.cancel();
+    await live?.done;
+    if (this.launchArgs.keepCheckpoints || this.ownRuns.length === 0) return;
+    const runs = this.ownRuns;
+    this.ownRuns = [];
+    try {
+      await removeRunCheckpoints(runs);
+    } catch (err) {
+      this.sendEvent(new OutputEvent(`checkpoints not removed (\`tbrl gc\` removes them once the editor has exited): ${errorMessage(err)}\n`, 'stderr'));
+    }
   }
 }

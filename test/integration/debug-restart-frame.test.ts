@@ -1,0 +1,103 @@
+/**
+ * Restart Frame in the `tbrl` debugger on real Docker: a live run (the model through the local
+ * OpenAI-compatible server) writes /tmp/a at step 0 and /tmp/b at step 1; restarting the frame of
+ * step 0 forks a new live run in the same session from step 0's checkpoint, which stops before
+ * step 1 and then sees /tmp/a but not /tmp/b; the session removes its checkpoints when it ends.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server, type AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import Docker from 'dockerode';
+import { DebugClient } from '@vscode/debugadapter-testsupport';
+import type { DebugProtocol } from '@vscode/debugprotocol';
+import { TbrlDebugSession } from '../../src/extension/debug/session';
+import { readTrajectory } from '../../src/core/trajectory/reader';
+import { startOpenAIServer } from '../helpers/openai-server';
+
+let server: Server;
+let runsDir: string;
+const docker = new Docker();
+
+before(async () => {
+  runsDir = mkdtempSync(join(tmpdir(), 'tbrl-restart-frame-'));
+  server = createServer((socket) => {
+    const s = new TbrlDebugSession();
+    s.setRunAsServer(true);
+    s.start(socket, socket);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+});
+
+after(() => {
+  server.close();
+  rmSync(runsDir, { recursive: true, force: true });
+});
+
+const checkpointsOf = async (runId: string): Promise<number> => (await docker.listImages({ all: true, filters: { label: [`dev.tbrl.run=${runId}`, 'dev.tbrl.kind=checkpoint'] } })).length;
+
+test('restart frame forks a live run from that step: forkedFrom set, state of that step, checkpoints removed at the end', { timeout: 120_000 }, async () => {
+  const srv = await startOpenAIServer({ models: ['m'] });
+  srv.enqueue(
+    '<bash>\ncmd: echo a > /tmp/a && mkdir -p /tmp/w0 && cd /tmp/w0\n</bash>',
+    '<bash>\ncmd: echo b > /tmp/b && cd /\n</bash>',
+    '<finish>\nmessage: done\n</finish>',
+  );
+  const dc = new DebugClient('node', 'unused', 'tbrl');
+  dc.defaultTimeout = 30_000;
+  await dc.start((server.address() as AddressInfo).port);
+  const stopped = (): Promise<DebugProtocol.StoppedEvent> => dc.waitForEvent('stopped', 60_000) as Promise<DebugProtocol.StoppedEvent>;
+  let sourceRunId: string | undefined;
+  let forkRunId: string | undefined;
+  try {
+    const init = await dc.initializeRequest();
+    assert.equal(init.body?.supportsRestartFrame, true);
+    let next = stopped();
+    // No "checkpoint" attribute: live runs from the editor checkpoint by default.
+    await dc.launchRequest({ task: resolve('examples/hello-world'), baseUrl: srv.baseUrl, model: 'm', runsDir, stopOnEntry: false, skipReward: true } as DebugProtocol.LaunchRequestArguments);
+    await dc.configurationDoneRequest();
+    const end = await next;
+    assert.match(end.body.description ?? '', /run ended: finished/);
+    const first = (await dc.customRequest('tbrl/state')).body;
+    const source = await readTrajectory(first.trajectory);
+    sourceRunId = source.header.runId;
+    assert.equal(source.steps.length, 3);
+    assert.ok(source.steps[0].checkpoint, 'step 0 was checkpointed without asking');
+
+    // A frame that has no checkpoint cannot be restarted (the turn waiting to run has none).
+    await assert.rejects(dc.restartFrameRequest({ frameId: 99 }), /no step 98/);
+
+    srv.enqueue('<bash>\ncmd: ls /tmp; pwd\n</bash>', '<finish>\nmessage: done again\n</finish>');
+    next = stopped();
+    await dc.restartFrameRequest({ frameId: 1 });
+    const restarted = await next;
+    assert.equal(restarted.body.reason, 'restart');
+    const state = (await dc.customRequest('tbrl/state')).body;
+    assert.equal(state.live, true);
+    assert.equal(state.pending, 1, 'stopped before step 1 of the fork');
+    assert.notEqual(state.trajectory, first.trajectory);
+    const frames = (await dc.stackTraceRequest({ threadId: 1 })).body.stackFrames;
+    assert.deepEqual(frames.map((f) => f.name.slice(0, 3)), ['#1 ', '#0 ']);
+    assert.match(frames[1].name, /echo a > \/tmp\/a/);
+
+    next = stopped();
+    await dc.continueRequest({ threadId: 1 });
+    assert.match((await next).body.description ?? '', /run ended: finished/);
+    const fork = await readTrajectory(state.trajectory);
+    forkRunId = fork.header.runId;
+    assert.deepEqual(fork.header.forkedFrom, { runId: sourceRunId, step: 0, trajectory: first.trajectory });
+    assert.deepEqual(fork.steps[0], source.steps[0]);
+    const out = fork.steps[1].actions[0].observation;
+    assert.match(out, /\ba\b/);
+    assert.doesNotMatch(out, /\bb\b/, "the source's step 1 is undone");
+    assert.match(out, /\/tmp\/w0/, 'cwd of step 0 restored');
+    assert.ok((await checkpointsOf(sourceRunId)) > 0 && (await checkpointsOf(forkRunId)) > 0, 'checkpoints exist while the session lives');
+  } finally {
+    await dc.stop();
+    await srv.close();
+  }
+  assert.equal(await checkpointsOf(sourceRunId!), 0, 'source checkpoints removed with the session');
+  assert.equal(await checkpointsOf(forkRunId!), 0, 'fork checkpoints removed with the session');
+});
