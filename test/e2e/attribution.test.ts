@@ -1,0 +1,70 @@
+import { test, before, after, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { CHROMIUM, CodeServer, requireTools } from './code-server';
+import { Workbench } from './pages/workbench';
+import { Editor } from './pages/editor';
+import { SNAPSHOT_INDEX } from '../../src/core/attribution/snapshot';
+
+// A finished run's changed file opened from the command palette in a real VS Code (code-server):
+// it opens read-only from the run's snapshot and the line the oracle wrote carries "step N".
+const VSIX = resolve('dist/tbrl-studio.vsix');
+let server: CodeServer;
+let browser: Browser;
+let page: Page;
+let wb: Workbench;
+let workspace: string;
+
+/** The recorded oracle run predates snapshots: give it the one runTask now writes, from the oracle's own heredoc. */
+function addSnapshot(runDir: string): void {
+  const solution = readFileSync('examples/hello-world/solution.sh', 'utf8');
+  const script = /cat > \/app\/wordfreq\.py <<'PY'\n([\s\S]*?)\nPY\n/.exec(solution)![1] + '\n';
+  mkdirSync(join(runDir, 'files/app'), { recursive: true });
+  writeFileSync(join(runDir, 'files/app/wordfreq.py'), script);
+  writeFileSync(join(runDir, SNAPSHOT_INDEX), JSON.stringify({ version: 1, files: [{ path: '/app/wordfreq.py', bytes: Buffer.byteLength(script), lastStep: 1 }], skipped: [] }));
+}
+
+before(async () => {
+  requireTools();
+  if (!existsSync(VSIX) || process.env.TBRL_E2E_REPACKAGE !== '0') {
+    const pkg = spawnSync('npm', ['run', '-s', 'package'], { encoding: 'utf8', timeout: 180_000 });
+    assert.equal(pkg.status, 0, `npm run package failed:\n${pkg.stdout}\n${pkg.stderr}`);
+  }
+  workspace = mkdtempSync(join(tmpdir(), 'tbrl-e2e-attr-'));
+  cpSync('examples/hello-world', join(workspace, 'examples/hello-world'), { recursive: true });
+  cpSync('test/e2e/fixtures/hello-world-oracle', join(workspace, 'runs/hello-world-oracle'), { recursive: true });
+  addSnapshot(join(workspace, 'runs/hello-world-oracle'));
+  server = new CodeServer(VSIX);
+  const url = await server.start(workspace);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  wb = new Workbench(page);
+  await wb.open(url);
+});
+
+afterEach(async (t) => {
+  if (page && (t as unknown as { passed?: boolean }).passed === false) await wb.screenshot(`failed-${t.name.slice(0, 40).replace(/[^a-z0-9]+/gi, '-')}`);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  if (workspace) rmSync(workspace, { recursive: true, force: true });
+});
+
+test('"Open Changed File" opens the run\'s wordfreq.py read-only with "step 1" after the line the oracle wrote', async () => {
+  const editor = new Editor(page);
+  await wb.runCommand('TBRL: Open Changed File');
+  await wb.pick('hello-world');
+  await wb.pick('/app/wordfreq.py');
+  await editor.waitForTab('wordfreq.py');
+  const after = await editor.waitForAfterText('import json', /^step 1$/);
+  assert.ok(after.includes('step 1'), JSON.stringify(after));
+  // Only the first line of the step's block is labelled.
+  assert.deepEqual((await editor.afterText('import re')).filter((t) => /^step/.test(t)), []);
+  await wb.screenshot('attribution-changed-file');
+});

@@ -1,0 +1,42 @@
+import type { Page } from 'playwright-core';
+
+/** The active text editor as a user sees it: its tab, its lines, and text decorations drawn after lines. */
+export class Editor {
+  constructor(readonly page: Page) {}
+
+  async waitForTab(title: string, timeout = 20_000): Promise<void> {
+    await this.page.locator('.tabs-container .tab.active', { hasText: title }).first().waitFor({ timeout });
+  }
+
+  /**
+   * Text drawn after the visible line that starts with `lineStart` (decorations' after-text is CSS
+   * generated content, so it is read from the computed ::after/::before style, not the DOM text).
+   */
+  async afterText(lineStart: string): Promise<string[]> {
+    return this.page.evaluate((start) => {
+      const editor = document.querySelector('.editor-group-container.active .monaco-editor') ?? document;
+      const lines = Array.from(editor.querySelectorAll('.view-lines .view-line')).filter((l) => (l.textContent ?? '').replace(/\u00a0/g, ' ').startsWith(start));
+      const out: string[] = [];
+      for (const line of lines) {
+        for (const el of [line, ...Array.from(line.querySelectorAll('*'))]) {
+          for (const pseudo of ['::after', '::before']) {
+            const c = getComputedStyle(el, pseudo).content;
+            if (c && c !== 'none' && c !== 'normal') out.push(c.replace(/^"|"$/g, ''));
+          }
+        }
+      }
+      return out;
+    }, lineStart);
+  }
+
+  async waitForAfterText(lineStart: string, expected: RegExp, timeout = 20_000): Promise<string[]> {
+    const deadline = Date.now() + timeout;
+    let last: string[] = [];
+    while (Date.now() < deadline) {
+      last = await this.afterText(lineStart);
+      if (last.some((t) => expected.test(t))) return last;
+      await this.page.waitForTimeout(250);
+    }
+    throw new Error(`No after-text matching ${expected} on the line starting "${lineStart}" within ${timeout} ms; saw ${JSON.stringify(last)}`);
+  }
+}
