@@ -36,6 +36,7 @@ after(() => {
   rmSync(runsDir, { recursive: true, force: true });
 });
 
+const containersOf = async (runId: string): Promise<number> => (await docker.listContainers({ all: true, filters: { label: [`dev.tbrl.run=${runId}`] } })).length;
 const checkpointsOf = async (runId: string): Promise<number> => (await docker.listImages({ all: true, filters: { label: [`dev.tbrl.run=${runId}`, 'dev.tbrl.kind=checkpoint'] } })).length;
 
 test('restart frame forks a live run from that step: forkedFrom set, state of that step, checkpoints removed at the end', { timeout: 120_000 }, async () => {
@@ -100,4 +101,46 @@ test('restart frame forks a live run from that step: forkedFrom set, state of th
   }
   assert.equal(await checkpointsOf(sourceRunId!), 0, 'source checkpoints removed with the session');
   assert.equal(await checkpointsOf(forkRunId!), 0, 'fork checkpoints removed with the session');
+  assert.equal((await containersOf(sourceRunId!)) + (await containersOf(forkRunId!)), 0, 'no container left');
+});
+
+test('with stepBackRestores, live step back undoes the step in the container (a fork from the step before)', { timeout: 120_000 }, async () => {
+  const srv = await startOpenAIServer({ models: ['m'] });
+  srv.enqueue('<bash>\ncmd: echo a > /tmp/a\n</bash>', '<bash>\ncmd: echo b > /tmp/b\n</bash>', '<finish>\nmessage: done\n</finish>');
+  const dc = new DebugClient('node', 'unused', 'tbrl');
+  dc.defaultTimeout = 30_000;
+  await dc.start((server.address() as AddressInfo).port);
+  const stopped = (): Promise<DebugProtocol.StoppedEvent> => dc.waitForEvent('stopped', 60_000) as Promise<DebugProtocol.StoppedEvent>;
+  const runIds: string[] = [];
+  try {
+    await dc.initializeRequest();
+    let next = stopped();
+    await dc.launchRequest({ task: resolve('examples/hello-world'), baseUrl: srv.baseUrl, model: 'm', runsDir, stopOnEntry: false, skipReward: true, stepBackRestores: true } as DebugProtocol.LaunchRequestArguments);
+    await dc.configurationDoneRequest();
+    await next;
+    const first = (await dc.customRequest('tbrl/state')).body;
+    runIds.push(first.runId);
+    assert.equal(first.current, 2, 'stopped at the finish step');
+
+    srv.enqueue('<bash>\ncmd: ls /tmp\n</bash>', '<finish>\nmessage: done\n</finish>');
+    next = stopped();
+    await dc.stepBackRequest({ threadId: 1 });
+    await next;
+    const state = (await dc.customRequest('tbrl/state')).body;
+    assert.equal(state.pending, 1, 'paused before step 1 again, which has not run in the new container');
+    assert.notEqual(state.trajectory, first.trajectory);
+    next = stopped();
+    await dc.continueRequest({ threadId: 1 });
+    await next;
+    const fork = await readTrajectory(state.trajectory);
+    runIds.push(fork.header.runId);
+    assert.equal(fork.header.forkedFrom?.step, 0);
+    const out = fork.steps[1].actions[0].observation;
+    assert.match(out, /\ba\b/);
+    assert.doesNotMatch(out, /\bb\b/);
+  } finally {
+    await dc.stop();
+    await srv.close();
+  }
+  for (const id of runIds) assert.equal((await checkpointsOf(id)) + (await containersOf(id)), 0, `nothing of ${id} is left`);
 });

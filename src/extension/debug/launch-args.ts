@@ -24,6 +24,8 @@ export interface LaunchArgs extends DebugProtocol.LaunchRequestArguments {
   checkpoint?: boolean;
   /** Live: keep the checkpoint images when the session ends (for `tbrl run --fork-from` later). */
   keepCheckpoints?: boolean;
+  /** Live: step back re-runs from the previous step's checkpoint (the container state is undone too). */
+  stepBackRestores?: boolean;
   trace?: boolean;
   skipReward?: boolean;
   /** Filled in by the extension from SecretStorage; never written to launch.json. */

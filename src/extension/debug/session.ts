@@ -366,8 +366,18 @@ export class TbrlDebugSession extends DebugSession {
     this.sendEvent(new TerminatedEvent());
   }
 
-  protected override stepBackRequest(response: DebugProtocol.StepBackResponse): void {
+  protected override async stepBackRequest(response: DebugProtocol.StepBackResponse): Promise<void> {
     this.sendResponse(response);
+    // Opt-in (launch.json stepBackRestores): in a live session, step back also undoes the step in
+    // the container, by forking from the checkpoint of the step before it. Otherwise it only moves
+    // through the recorded steps, which is what reverse continue always does.
+    const target = this.current - 1;
+    const isLiveSession = this.launchArgs.task !== undefined && this.trajectoryPath !== undefined;
+    if (this.launchArgs.stepBackRestores && isLiveSession && target >= 0 && target < this.steps.length) {
+      const base = this.steps[target - 1];
+      if (target === 0 || (base?.checkpoint && base.checkpointState)) return this.replaceLiveRun(target, 'step');
+      this.sendEvent(new OutputEvent(`Step ${target - 1} has no checkpoint, so step back only shows step ${target}; the container keeps its current state.\n`, 'console'));
+    }
     this.stopAt(Math.max(0, this.current - 1), this.current === 0 ? 'entry' : 'step');
   }
 
@@ -388,22 +398,35 @@ export class TbrlDebugSession extends DebugSession {
     if (!s.checkpoint || !s.checkpointState) {
       return this.fail(response, 1031, `Step ${index} has no checkpoint${s.checkpointError ? ` (${s.checkpointError})` : ''}, so the run cannot be restarted from it. Run with "checkpoint": true in launch.json (the default for live runs) or tbrl run --checkpoint.`);
     }
-    const source = this.trajectoryPath;
-    const task = this.launchArgs.task ?? this.header?.task.dir;
-    if (!source || !task) return this.fail(response, 1032, 'This session has no trajectory to fork from yet; wait for the run to write its first step.');
+    if (!this.trajectoryPath || !(this.launchArgs.task ?? this.header?.task.dir)) return this.fail(response, 1032, 'This session has no trajectory to fork from yet; wait for the run to write its first step.');
+    this.sendResponse(response);
+    await this.replaceLiveRun(index + 1, 'restart');
+  }
+
+  /**
+   * Stops the current run and starts one that keeps the first `keep` steps: a fork from step
+   * keep-1's checkpoint, or the task from scratch when keep is 0. It stops before its first turn.
+   */
+  private async replaceLiveRun(keep: number, reason: string): Promise<void> {
+    const source = this.trajectoryPath!;
+    const task = this.launchArgs.task ?? this.header!.task.dir;
     const old = this.live;
     this.generation++;
     if (this.pending) this.resolvePending({ action: 'stop' }, false);
     old?.cancel();
     await old?.done;
-    this.steps = this.steps.slice(0, index + 1);
+    this.steps = this.steps.slice(0, keep);
     this.footer = undefined;
     this.stopNext = true;
-    this.nextStopReason = 'restart';
-    this.sendResponse(response);
-    this.sendEvent(new OutputEvent(`Restarting from step ${index}: forking ${this.header?.runId ?? source} from its checkpoint\n`, 'console'));
-    this.startLive({ ...this.launchArgs, task, trajectory: undefined }, { trajectoryPath: source, step: index });
-    this.sendEvent(new Event('tbrl/forked', { from: source, step: index, trajectory: this.trajectoryPath }));
+    this.nextStopReason = reason;
+    const args = { ...this.launchArgs, task, trajectory: undefined };
+    if (keep === 0) {
+      this.sendEvent(new OutputEvent('Starting the task again from its first step\n', 'console'));
+      return this.startLive(args);
+    }
+    this.sendEvent(new OutputEvent(`Going on from step ${keep - 1}: forking ${this.header?.runId ?? source} from its checkpoint\n`, 'console'));
+    this.startLive(args, { trajectoryPath: source, step: keep - 1 });
+    this.sendEvent(new Event('tbrl/forked', { from: source, step: keep - 1, trajectory: this.trajectoryPath }));
   }
 
   protected override pauseRequest(response: DebugProtocol.PauseResponse): void {
