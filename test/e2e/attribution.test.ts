@@ -8,6 +8,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { CHROMIUM, CodeServer, requireTools } from './code-server';
 import { Workbench } from './pages/workbench';
 import { Editor } from './pages/editor';
+import { DebugView } from './pages/debug-view';
 import { SNAPSHOT_INDEX } from '../../src/core/attribution/snapshot';
 
 // A finished run's changed file opened from the command palette in a real VS Code (code-server):
@@ -38,6 +39,11 @@ before(async () => {
   cpSync('examples/hello-world', join(workspace, 'examples/hello-world'), { recursive: true });
   cpSync('test/e2e/fixtures/hello-world-oracle', join(workspace, 'runs/hello-world-oracle'), { recursive: true });
   addSnapshot(join(workspace, 'runs/hello-world-oracle'));
+  mkdirSync(join(workspace, '.vscode'));
+  writeFileSync(join(workspace, '.vscode/launch.json'), JSON.stringify({
+    version: '0.2.0',
+    configurations: [{ type: 'tbrl', request: 'launch', name: 'Replay hello-world', trajectory: '${workspaceFolder}/runs/hello-world-oracle/trajectory.jsonl', stopOnEntry: false, breakOn: ['/wordfreq/'] }],
+  }, null, 2));
   server = new CodeServer(VSIX);
   const url = await server.start(workspace);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
@@ -51,6 +57,7 @@ afterEach(async (t) => {
 });
 
 after(async () => {
+  await new DebugView(page).stopIfRunning().catch(() => {});
   await browser?.close();
   await server?.stop();
   if (workspace) rmSync(workspace, { recursive: true, force: true });
@@ -67,4 +74,31 @@ test('"Open Changed File" opens the run\'s wordfreq.py read-only with "step 1" a
   // Only the first line of the step's block is labelled.
   assert.deepEqual((await editor.afterText('import re')).filter((t) => /^step/.test(t)), []);
   await wb.screenshot('attribution-changed-file');
+});
+
+test('from the debugger: "Files changed" opens the file, and its hover link selects the writing step', async () => {
+  const dbg = new DebugView(page);
+  const editor = new Editor(page);
+  // The first test left wordfreq.py open; the file must come from the Variables view this time.
+  await wb.runCommand('View: Close All Editors');
+  await dbg.start();
+  await dbg.waitForTopFrame(1, 30_000);
+  await dbg.expandScope('Files changed');
+  const row = page.locator('.debug-variables .monaco-list-row[aria-label^="/app/wordfreq.py"]').first();
+  await row.click({ button: 'right' });
+  // Monaco's context menu acts on its focused item; Enter is the reliable way to choose it.
+  await page.locator('.monaco-menu .action-label', { hasText: 'Open Changed File' }).first().hover();
+  await page.keyboard.press('Enter');
+  await editor.waitForTab('wordfreq.py');
+  await editor.waitForAfterText('import json', /^step 1$/);
+  // Move the debugger away from step 1, then come back through the hover's link.
+  await dbg.toolbar('debug-step-over');
+  await dbg.waitForTopFrame(2);
+  // The debugger showed step 2's turn in the editor group; go back to the file's tab.
+  await editor.activateTab('wordfreq.py');
+  await editor.hoverLine('import json');
+  await page.locator('.monaco-hover a', { hasText: 'Select step 1 in the debugger' }).first().click();
+  const top = await dbg.waitForTopFrame(1);
+  assert.match(top, /^#1 bash "cat > \/app\/wordfreq\.py/);
+  await dbg.stop();
 });

@@ -59,7 +59,8 @@ export class AttributionDecorator implements vscode.Disposable {
       const args = encodeURIComponent(JSON.stringify([{ trajectory, step: d.step }]));
       hover.appendMarkdown(`\n\n[Select step ${d.step} in the debugger](command:tbrl.selectStep?${args})`);
       byKind.get(d.kind)!.push({
-        range: new vscode.Range(d.line, 0, d.line, 0),
+        // The whole text of the line: a hover only shows where the mouse is inside the range.
+        range: editor.document.lineAt(d.line).range,
         hoverMessage: hover,
         ...(d.afterText ? { renderOptions: { after: { contentText: d.afterText, color: new vscode.ThemeColor('editorCodeLens.foreground'), margin: '0 0 0 3em', fontStyle: 'italic' } } } : {}),
       });

@@ -29,6 +29,23 @@ export class Editor {
     }, lineStart);
   }
 
+  async activateTab(title: string): Promise<void> {
+    await this.page.locator('.tabs-container .tab', { hasText: title }).first().click();
+    await this.waitForTab(title);
+  }
+
+  /** Rests the mouse on the text of the visible line starting with `lineStart` until its hover shows. */
+  async hoverLine(lineStart: string, timeout = 10_000): Promise<void> {
+    // Editors of background tabs stay in the DOM, hidden: take the visible line.
+    const line = this.page.locator('.editor-group-container.active .monaco-editor .view-lines .view-line:visible', { hasText: lineStart }).first();
+    await line.waitFor({ state: 'visible', timeout });
+    const box = await line.boundingBox();
+    if (!box) throw new Error(`The line starting "${lineStart}" is not visible`);
+    await this.page.mouse.move(box.x + 20, box.y + box.height / 2);
+    // The glyph-margin hover widget is always in the DOM (hidden); wait for the one with content.
+    await this.page.locator('.monaco-hover:not(.hidden) .hover-contents').first().waitFor({ state: 'visible', timeout });
+  }
+
   async waitForAfterText(lineStart: string, expected: RegExp, timeout = 20_000): Promise<string[]> {
     const deadline = Date.now() + timeout;
     let last: string[] = [];
