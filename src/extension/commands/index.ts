@@ -3,6 +3,7 @@ import type { CommandContext, CommandDef } from './context';
 import { openTrajectory } from './open-trajectory';
 import { runAgent } from './run-agent';
 import { showTraceGraph } from './show-trace-graph';
+import { showStepInspector } from './show-step-inspector';
 import { newTask } from './new-task';
 import { validateTask } from './validate-task';
 import { decide } from './decide';
@@ -11,7 +12,7 @@ import { openChangedFile, selectStep } from './open-changed-file';
 import { filterRuns, openTaskInstruction, refreshRuns, refreshTasks, setApiKey } from './misc';
 
 /** Every command of the extension; package.json's contributes.commands lists the same ids (a unit test checks). */
-export const COMMANDS: readonly CommandDef[] = [runAgent, openTrajectory, showTraceGraph, newTask, validateTask, decide, setApiKey, refreshTasks, refreshRuns, filterRuns, openTaskInstruction, openChangedFile, selectStep, connectCluster, refreshJobs, stopJob, openJobLogs];
+export const COMMANDS: readonly CommandDef[] = [runAgent, openTrajectory, showTraceGraph, showStepInspector, newTask, validateTask, decide, setApiKey, refreshTasks, refreshRuns, filterRuns, openTaskInstruction, openChangedFile, selectStep, connectCluster, refreshJobs, stopJob, openJobLogs];
 
 export function registerCommands(ctx: CommandContext): void {
   for (const c of COMMANDS) ctx.extension.subscriptions.push(vscode.commands.registerCommand(c.id, (...args: unknown[]) => c.run(ctx, ...args)));

@@ -1,0 +1,86 @@
+import * as vscode from 'vscode';
+import { Endpoint } from '../../../webview/shared/ipc';
+import { GetStep, SelectStep, StepShown, type InspectorPayload } from '../../../webview/step-inspector/protocol';
+import { buildStepView } from '../../../webview/step-inspector/model';
+import { readTrajectory } from '../../core/trajectory/reader';
+import { errorMessage } from '../../core/errors';
+import { webviewHtml, webviewOptions } from '../webview/html';
+import type { DebugTracker } from '../debug/tracker';
+
+/**
+ * One step-inspector panel at a time. It follows whichever tbrl debug session stops (the step
+ * the debugger shows is the step inspected); the webview asks for the step itself (GetStep) when
+ * it loads, so after VS Code discards a hidden webview it comes back with the current step.
+ */
+export class StepInspectorPanel {
+  static current?: StepInspectorPanel;
+  private readonly ipc: Endpoint;
+  private readonly disposables: vscode.Disposable[] = [];
+  private step = 0;
+
+  static show(context: vscode.ExtensionContext, tracker: DebugTracker, trajectory: string, step?: number): StepInspectorPanel {
+    if (StepInspectorPanel.current) {
+      void StepInspectorPanel.current.showStep(trajectory, step ?? tracker.stepOf(trajectory) ?? 0);
+      StepInspectorPanel.current.panel.reveal(vscode.ViewColumn.Beside);
+      return StepInspectorPanel.current;
+    }
+    const panel = vscode.window.createWebviewPanel('tbrl.stepInspector', 'Step inspector', vscode.ViewColumn.Beside, webviewOptions(context.extensionUri));
+    StepInspectorPanel.current = new StepInspectorPanel(tracker, panel, trajectory, step ?? tracker.stepOf(trajectory) ?? 0);
+    panel.webview.html = webviewHtml(panel.webview, context.extensionUri, 'step-inspector', 'Step inspector');
+    return StepInspectorPanel.current;
+  }
+
+  private constructor(private readonly tracker: DebugTracker, readonly panel: vscode.WebviewPanel, private trajectory: string, step: number) {
+    this.step = step;
+    this.ipc = new Endpoint((m) => void panel.webview.postMessage(m));
+    this.disposables.push(panel.webview.onDidReceiveMessage((m) => void this.ipc.receive(m)));
+    this.ipc.onRequest(GetStep, async () => {
+      try {
+        return await this.payload();
+      } catch (err) {
+        return { empty: errorMessage(err) };
+      }
+    });
+    this.ipc.onRequest(SelectStep, async ({ step: target }) => {
+      const session = this.tracker.sessionFor(this.trajectory);
+      if (!session) return { selected: false, reason: 'No debug session of this run is active: start one with "TBRL: Open Trajectory" to select steps from the inspector.' };
+      await vscode.commands.executeCommand('workbench.action.focusFirstEditorGroup');
+      await session.customRequest('tbrl/selectStep', { step: target });
+      return { selected: true };
+    });
+    // Any tbrl session that stops is followed: the inspector is about "the step I am looking at".
+    this.disposables.push(tracker.onStopped(({ trajectory, step: stopped }) => {
+      if (trajectory) void this.showStep(trajectory, stopped);
+    }));
+    panel.onDidDispose(() => this.dispose(), null, this.disposables);
+    this.setTitle();
+  }
+
+  private setTitle(): void {
+    this.panel.title = `Step ${this.step}: ${vscode.workspace.asRelativePath(this.trajectory)}`;
+  }
+
+  private async payload(): Promise<InspectorPayload> {
+    // Read each time: a live run's trajectory grows by a step at every stop.
+    const t = await readTrajectory(this.trajectory);
+    return { trajectory: this.trajectory, view: buildStepView(t.header.runId, t.steps, t.footer, this.step) };
+  }
+
+  async showStep(trajectory: string, step: number): Promise<void> {
+    this.trajectory = trajectory;
+    this.step = step;
+    this.setTitle();
+    try {
+      this.ipc.sendNotification(StepShown, await this.payload());
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Step inspector: ${errorMessage(err)}`);
+    }
+  }
+
+  dispose(): void {
+    StepInspectorPanel.current = undefined;
+    this.ipc.dispose();
+    for (const d of this.disposables.splice(0)) d.dispose();
+    this.panel.dispose();
+  }
+}
