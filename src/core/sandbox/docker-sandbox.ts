@@ -8,6 +8,7 @@ import { TbrlError } from '../errors';
 import { CappedOutput } from './output-cap';
 import { DockerDemuxer } from './demux';
 import { KILL_SCRIPT } from './kill-script';
+import { DiskWatchdog, diskLimitNotice } from './disk-watchdog';
 import { readTarEntries, singleFileTar, toReadable } from './archive';
 import { mapDockerError } from './docker-client';
 import { workspacePatch } from './workspace';
@@ -25,6 +26,8 @@ export interface DockerSandboxInit {
   runId: string;
   target: string;
   workdir?: string;
+  /** Poll the writable layer against `limits.diskBytes` (when the storage driver cannot enforce it). */
+  watchDisk?: boolean;
 }
 
 export class DockerSandbox implements Sandbox {
@@ -36,6 +39,9 @@ export class DockerSandbox implements Sandbox {
   private readonly shell: PersistentShell;
   private closing?: Promise<void>;
   private oomKillsSeen = 0;
+  private readonly diskWatchdog?: DiskWatchdog;
+  /** Background writers were stopped between commands: the next command's result says so. */
+  private pendingDiskNotice?: string;
   /** Set by the provider in copy mode: where the host workspace was copied, for `workspaceChanges`. */
   workspace?: { hostPath: string; containerPath: string; mode: 'copy' | 'bind' };
 
@@ -46,12 +52,43 @@ export class DockerSandbox implements Sandbox {
     this.runId = init.runId;
     this.target = init.target;
     this.shell = new PersistentShell((cwd) => this.spawnShell(cwd), (argv) => this.runAux(argv), init.workdir);
+    if (init.watchDisk) {
+      this.diskWatchdog = new DiskWatchdog({
+        limitBytes: this.limits.diskBytes,
+        // `size` is a query parameter of the inspect API that the dockerode types omit.
+        measure: async () => ((await this.container.inspect({ size: true } as Docker.ContainerInspectOptions)) as { SizeRw?: number }).SizeRw ?? 0,
+        onExceeded: (written) => this.stopDiskWriters(written),
+      });
+    }
+  }
+
+  /** Duration of the disk watchdog's last poll in ms (undefined without a watchdog). */
+  get diskPollMs(): number | undefined {
+    return this.diskWatchdog?.lastPollMs;
+  }
+
+  private async stopDiskWriters(written: number): Promise<void> {
+    const note = diskLimitNotice(this.limits.diskBytes, written);
+    if (await this.shell.requestStop({ note, fields: { diskLimitExceeded: true } })) return;
+    await this.shell.killAllButShell();
+    this.pendingDiskNotice = note;
+  }
+
+  /** Hands a between-commands disk stop to the first result after it. */
+  private withDiskNotice(result: ExecResult): ExecResult {
+    const note = this.pendingDiskNotice;
+    if (!note) return result;
+    this.pendingDiskNotice = undefined;
+    result.output = `${note}\n${result.output}`;
+    result.diskLimitExceeded = true;
+    return result;
   }
 
   /** Starts the persistent shell; the provider calls this before handing the sandbox out. */
   async start(): Promise<void> {
     try {
       await this.guard('starting the shell', () => this.shell.ensureStarted());
+      this.diskWatchdog?.start();
     } catch (err) {
       if (err instanceof ShellEndedError || err instanceof ShellUnresponsiveError) {
         throw new TbrlError(
@@ -73,8 +110,8 @@ export class DockerSandbox implements Sandbox {
         maxOutputBytes: options.maxOutputBytes ?? this.limits.maxOutputBytes,
         background: options.background,
       });
-      if (result.exitCode === 137 && !result.timedOut) await this.noteOom(result);
-      return result;
+      if (result.exitCode === 137 && !result.timedOut && !result.diskLimitExceeded) await this.noteOom(result);
+      return this.withDiskNotice(result);
     } catch (err) {
       if (err instanceof ShellEndedError) return this.afterShellEnded(err);
       throw await this.explain(err, 'running a command');
@@ -147,7 +184,7 @@ export class DockerSandbox implements Sandbox {
       };
       if (exitCode === 137) await this.noteOom(result);
       if (exitCode === 126 || exitCode === 127) result.output += `[could not run ${argv[0]}: not found or not executable in the sandbox]\n`;
-      return result;
+      return this.withDiskNotice(result);
     });
   }
 
@@ -244,6 +281,7 @@ export class DockerSandbox implements Sandbox {
 
   async close(): Promise<void> {
     this.closing ??= (async () => {
+      this.diskWatchdog?.stop();
       this.shell.close();
       await this.container.remove({ force: true, v: true }).catch((err) => {
         if (statusCode(err) !== 404 && statusCode(err) !== 409) throw mapDockerError(err, 'removing the container', { target: this.target, connected: true });

@@ -9,6 +9,9 @@
  *                                         after the given /proc starttime, with its process group and
  *                                         all descendants (older children are background jobs).
  *   tree <pid>                            kill a process, its group and all descendants (execArgv).
+ *   allbut <shellPid>                     kill every process but init, the container's entrypoint
+ *                                         and the persistent shell: foreground, background and
+ *                                         double-forked jobs (reparented to init) alike.
  *   uptime                                print /proc/uptime in clock ticks (for minStartTicks).
  */
 export const KILL_SCRIPT = [
@@ -35,6 +38,8 @@ export const KILL_SCRIPT = [
   '  done',
   '}',
   'self=$$',
+  '# The entrypoint is init\'s first child when an init runs as pid 1 (without one, pid 1 is the entrypoint).',
+  'read -r s < /proc/1/stat; s=${s#*(}; init_comm=${s%%)*}',
   'for round in 1 2 3; do',
   '  scan',
   '  roots=(); keep_pg=""',
@@ -43,14 +48,24 @@ export const KILL_SCRIPT = [
   '    for p in "${!PPID_OF[@]}"; do',
   '      [ "${PPID_OF[$p]}" = "$2" ] && [ "${START_OF[$p]}" -ge "$3" ] && [ "$p" != "$self" ] && roots+=("$p")',
   '    done',
+  '  elif [ "$mode" = allbut ]; then',
+  '    keep_pg=${PGRP_OF[$2]}; entry=1',
+  '    if [ "$init_comm" != sleep ]; then',
+  '      entry=""',
+  '      for p in "${!PPID_OF[@]}"; do [ "${PPID_OF[$p]}" = 1 ] && { [ -z "$entry" ] || [ "${START_OF[$p]}" -lt "${START_OF[$entry]}" ]; } && entry=$p; done',
+  '      entry=${entry:-1}',
+  '    fi',
+  '    for p in "${!PPID_OF[@]}"; do',
+  '      [ "$p" != 1 ] && [ "$p" != "$2" ] && [ "$p" != "$self" ] && [ "$p" != "$entry" ] && roots+=("$p")',
+  '    done',
   '  elif [ -n "${PPID_OF[$2]}" ]; then roots=("$2"); fi',
   '  [ ${#roots[@]} -eq 0 ] && break',
   '  collect "${roots[@]}"',
   '  for p in "${VICTIMS[@]}"; do',
   '    g=${PGRP_OF[$p]}',
   '    # Never signal group 0 (outside our pid namespace), init\'s, the shell\'s or our own group.',
-  '    if [ -n "$g" ] && [ "$g" != 0 ] && [ "$g" != "$keep_pg" ] && [ "$g" != "${PGRP_OF[1]}" ] && [ "$g" != "${PGRP_OF[$self]}" ]; then kill -KILL -- "-$g" 2>/dev/null; fi',
-  '    [ "$p" != "$self" ] && kill -KILL "$p" 2>/dev/null',
+  '    if [ -n "$g" ] && [ "$g" != 0 ] && [ "$g" != "$keep_pg" ] && [ "$g" != "${PGRP_OF[1]}" ] && [ "$g" != "${PGRP_OF[${entry:-1}]}" ] && [ "$g" != "${PGRP_OF[$self]}" ]; then kill -KILL -- "-$g" 2>/dev/null; fi',
+  '    [ "$p" != "$self" ] && [ "$p" != "${entry:-1}" ] && [ "$p" != 1 ] && kill -KILL "$p" 2>/dev/null',
   '  done',
   'done',
   'exit 0',

@@ -24,6 +24,12 @@ interface Launch {
 
 export class DockerSandboxProvider implements SandboxProvider {
   readonly connection: DockerConnection;
+  /**
+   * Whether the daemon enforces `StorageOpt.size` (overlay2 on xfs with pquota, btrfs, zfs…).
+   * Learnt from the first create (the daemon refuses at create on other backends) and kept, so
+   * later sandboxes neither retry nor pay for the refusal.
+   */
+  private storageOptSupported?: boolean;
 
   constructor(private readonly options: DockerProviderOptions = {}) {
     this.connection = connectDocker(options);
@@ -91,36 +97,51 @@ export class DockerSandboxProvider implements SandboxProvider {
   private async launch(spec: SandboxSpec, launch: Launch): Promise<DockerSandbox> {
     const limits: SandboxLimits = { ...DEFAULT_LIMITS, ...spec.limits };
     const ctx = { target: this.connection.target, connected: true };
-    let container: Docker.Container;
+    let container: Docker.Container | undefined;
+    let watchDisk = false;
+    const createWith = (storageOpt: boolean) => this.docker.createContainer({
+      Image: launch.image,
+      // Keep the container alive without depending on the image's own entrypoint (which may be a
+      // server or exit at once); the agent's shell is a separate exec.
+      Entrypoint: ['sleep', 'infinity'],
+      Cmd: [],
+      Env: Object.entries(launch.env ?? {}).map(([k, v]) => `${k}=${v}`),
+      WorkingDir: launch.workdir,
+      Labels: {
+        [LABEL_PROJECT]: PROJECT_LABEL_VALUE,
+        [LABEL_RUN]: spec.runId,
+        [LABEL_PID]: String(process.pid),
+        // Containers started from a checkpoint image would otherwise inherit its kind label.
+        [LABEL_KIND]: 'sandbox',
+      },
+      HostConfig: {
+        Memory: limits.memoryBytes,
+        // Equal to Memory: no swap, so the OOM killer acts at the limit instead of the host swapping.
+        MemorySwap: limits.memoryBytes,
+        NanoCpus: Math.round(limits.cpus * 1e9),
+        PidsLimit: limits.pids,
+        SecurityOpt: ['no-new-privileges'],
+        NetworkMode: spec.network ? 'bridge' : 'none',
+        Init: initAvailable(this.connection),
+        Binds: launch.binds,
+        Mounts: launch.mounts,
+        StorageOpt: storageOpt ? { size: String(limits.diskBytes) } : undefined,
+      },
+    });
     try {
-      container = await this.docker.createContainer({
-        Image: launch.image,
-        // Keep the container alive without depending on the image's own entrypoint (which may be a
-        // server or exit at once); the agent's shell is a separate exec.
-        Entrypoint: ['sleep', 'infinity'],
-        Cmd: [],
-        Env: Object.entries(launch.env ?? {}).map(([k, v]) => `${k}=${v}`),
-        WorkingDir: launch.workdir,
-        Labels: {
-          [LABEL_PROJECT]: PROJECT_LABEL_VALUE,
-          [LABEL_RUN]: spec.runId,
-          [LABEL_PID]: String(process.pid),
-          // Containers started from a checkpoint image would otherwise inherit its kind label.
-          [LABEL_KIND]: 'sandbox',
-        },
-        HostConfig: {
-          Memory: limits.memoryBytes,
-          // Equal to Memory: no swap, so the OOM killer acts at the limit instead of the host swapping.
-          MemorySwap: limits.memoryBytes,
-          NanoCpus: Math.round(limits.cpus * 1e9),
-          PidsLimit: limits.pids,
-          SecurityOpt: ['no-new-privileges'],
-          NetworkMode: spec.network ? 'bridge' : 'none',
-          Init: initAvailable(this.connection),
-          Binds: launch.binds,
-          Mounts: launch.mounts,
-        },
-      });
+      if (this.storageOptSupported !== false) {
+        try {
+          container = await createWith(true);
+          this.storageOptSupported = true;
+        } catch (err) {
+          if (!isStorageOptRefusal(err)) throw err;
+          this.storageOptSupported = false;
+        }
+      }
+      if (!container) {
+        container = await createWith(false);
+        watchDisk = true;
+      }
     } catch (err) {
       if (statusCode(err) === 404 && /no such image/i.test((err as Error).message)) throw new ImageMissingError(launch.image, err);
       throw mapDockerError(err, 'creating the container', ctx);
@@ -144,6 +165,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       runId: spec.runId,
       target: this.connection.target,
       workdir: launch.workdir,
+      watchDisk,
     });
     try {
       await container.start();
@@ -154,6 +176,11 @@ export class DockerSandboxProvider implements SandboxProvider {
     }
     return sandbox;
   }
+}
+
+/** The daemon's answer to `StorageOpt` on a backend without quotas (e.g. overlay2 on ext4). */
+function isStorageOptRefusal(err: unknown): boolean {
+  return /storage-?opt|storage option|pquota|quota/i.test(String((err as Error)?.message ?? err));
 }
 
 export function createDockerProvider(options: DockerProviderOptions = {}): DockerSandboxProvider {

@@ -53,6 +53,14 @@ const PRELUDE = [
 
 const STRAY_LIMIT = 64 * 1024;
 
+/** A reason from outside (e.g. the disk watchdog) to end the running command, and what its result says. */
+export interface StopRequest {
+  /** Appended to the command's output, e.g. `[stopped: ...]`. */
+  note: string;
+  /** Extra fields on the command's ExecResult (e.g. `diskLimitExceeded`). */
+  fields: Partial<ExecResult>;
+}
+
 interface Pending {
   nonce: string;
   marker: Buffer;
@@ -75,6 +83,8 @@ export class PersistentShell {
   private shellPid = 0;
   private alive = false;
   private closed = false;
+  /** Set while a command runs: ends its wait with a stop request. */
+  private stopCurrent?: (request: StopRequest) => Promise<void>;
   /** The image user's ids (files written through the archive API get them). */
   uid = 0;
   gid = 0;
@@ -146,6 +156,28 @@ export class PersistentShell {
     return job;
   }
 
+  /**
+   * Stops the running command from outside: kills every process but the shell (the command's tree
+   * and background jobs alike) and ends the command with `request` in its result. Returns false when
+   * no command is running; the caller then kills with `killAllButShell` and reports it itself.
+   * Resolves after the kill.
+   */
+  async requestStop(request: StopRequest): Promise<boolean> {
+    if (!this.stopCurrent) return false;
+    // Resolves once the kill is done, so the caller measures what the dead writers left.
+    await this.stopCurrent(request);
+    return true;
+  }
+
+  /** Kills every process in the container except init, its entrypoint and this shell. */
+  async killAllButShell(): Promise<void> {
+    try {
+      await this.aux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'allbut', String(this.shellPid)]);
+    } catch {
+      // Best effort, as for timeouts: a stuck command is handled by the shell restart in frame().
+    }
+  }
+
   close(): void {
     this.closed = true;
     this.alive = false;
@@ -163,12 +195,17 @@ export class PersistentShell {
       return { exitCode: 0, output: out, droppedBytes: 0, timedOut: false, durationMs: Date.now() - started };
     }
     const r = await this.frame(`__tbrl_run %NONCE% ${ansiCQuote(command)}`, options.timeoutMs, options.maxOutputBytes, true);
+    const restartNote = r.restarted ? '; the shell was restarted, exported variables were reset' : '';
+    let output = r.output.text();
+    if (r.timedOut) output += `\n[killed after ${options.timeoutMs} ms timeout${restartNote}]\n`;
+    else if (r.stopped) output += `\n${r.stopped.note.replace(/\]$/, `${restartNote}]`)}\n`;
     return {
       exitCode: r.timedOut ? null : r.exitCode,
-      output: r.timedOut ? `${r.output.text()}\n[killed after ${options.timeoutMs} ms timeout${r.restarted ? '; the shell was restarted, exported variables were reset' : ''}]\n` : r.output.text(),
+      output,
       droppedBytes: r.output.droppedBytes,
       timedOut: r.timedOut,
       durationMs: Date.now() - started,
+      ...r.stopped?.fields,
     };
   }
 
@@ -181,7 +218,7 @@ export class PersistentShell {
     timeoutMs: number | undefined,
     maxOutputBytes = 1024 * 1024,
     wrapped = false,
-  ): Promise<{ exitCode: number; pid?: number; output: CappedOutput; raw: Buffer; timedOut: boolean; restarted: boolean }> {
+  ): Promise<{ exitCode: number; pid?: number; output: CappedOutput; raw: Buffer; timedOut: boolean; restarted: boolean; stopped?: StopRequest }> {
     const nonce = randomBytes(12).toString('hex');
     const text = wrapped ? line.replace('%NONCE%', nonce) : `__tbrl_run ${nonce} ${ansiCQuote(line)}`;
     const output = new CappedOutput(maxOutputBytes);
@@ -208,23 +245,42 @@ export class PersistentShell {
     this.stream!.write(`${text}\n`);
 
     let timer: NodeJS.Timeout | undefined;
+    let graceTimer: NodeJS.Timeout | undefined;
     let timedOut = false;
     let restarted = false;
-    const timeout = timeoutMs && timeoutMs > 0
-      ? new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), timeoutMs); })
-      : undefined;
+    let stopped: StopRequest | undefined;
+    // The command ends by itself, by its timeout, or by a stop request from outside (disk watchdog);
+    // the last two share the kill-then-restart-if-stuck path below.
+    const interrupts: Promise<Awaited<typeof done> | 'timeout' | 'stop'>[] = [done];
+    if (timeoutMs && timeoutMs > 0) interrupts.push(new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), timeoutMs); }));
+    let killedAfterStop: (() => void) | undefined;
+    if (wrapped) {
+      interrupts.push(new Promise<'stop'>((resolve) => {
+        this.stopCurrent = (request) => new Promise<void>((killed) => {
+          stopped = request;
+          killedAfterStop = killed;
+          resolve('stop');
+        });
+      }));
+    }
     try {
-      let outcome: Awaited<typeof done> | 'timeout' | 'stuck' = await (timeout ? Promise.race([done, timeout]) : done);
+      let outcome: Awaited<typeof done> | 'timeout' | 'stop' | 'stuck' = await (interrupts.length > 1 ? Promise.race(interrupts) : done);
+      this.stopCurrent = undefined;
       if (outcome === 'timeout' && !wrapped) {
         // Our own framing (start-up, state capture) did not answer: restarting would loop, so give up.
         this.alive = false;
         this.stream?.destroy();
         throw new ShellUnresponsiveError(output.text());
       }
-      if (outcome === 'timeout') {
-        timedOut = true;
-        await this.killCommand(sentAt);
-        const grace = new Promise<'stuck'>((resolve) => { timer = setTimeout(() => resolve('stuck'), 3000); });
+      if (outcome === 'timeout' || outcome === 'stop') {
+        if (outcome === 'timeout') {
+          timedOut = true;
+          await this.killCommand(sentAt);
+        } else {
+          await this.killAllButShell();
+          killedAfterStop?.();
+        }
+        const grace = new Promise<'stuck'>((resolve) => { graceTimer = setTimeout(() => resolve('stuck'), 3000); });
         outcome = await Promise.race([done, grace]);
         if (outcome === 'stuck') {
           // The command is a shell builtin loop (nothing to kill but the shell itself): restart the shell.
@@ -235,9 +291,12 @@ export class PersistentShell {
       }
       const r = outcome as { exitCode: number; pid?: number; cwd: string };
       this.cwd = r.cwd || this.cwd;
-      return { exitCode: r.exitCode, pid: r.pid, output, raw: rawCollector ? Buffer.concat(rawCollector) : Buffer.alloc(0), timedOut, restarted };
+      return { exitCode: r.exitCode, pid: r.pid, output, raw: rawCollector ? Buffer.concat(rawCollector) : Buffer.alloc(0), timedOut, restarted, stopped };
     } finally {
+      this.stopCurrent = undefined;
+      killedAfterStop?.();
       clearTimeout(timer);
+      clearTimeout(graceTimer);
     }
   }
 

@@ -15,6 +15,13 @@ export interface SandboxLimits {
   pids: number;
   /** Bytes of output kept per command (head and tail halves); the rest is dropped and counted. */
   maxOutputBytes: number;
+  /**
+   * Bytes the container may write to its own filesystem (its writable layer; tmpfs and bind
+   * mounts are not counted). Enforced by the storage driver where it can (`--storage-opt size`,
+   * overlay2 on xfs with pquota); elsewhere a watchdog polls the layer size every 2 s and stops
+   * the writers, so a filler may overshoot by what it writes between two polls.
+   */
+  diskBytes: number;
 }
 
 export const DEFAULT_LIMITS: SandboxLimits = {
@@ -22,6 +29,7 @@ export const DEFAULT_LIMITS: SandboxLimits = {
   cpus: 1,
   pids: 512,
   maxOutputBytes: 64 * 1024,
+  diskBytes: 8 * 1024 ** 3,
 };
 
 export interface SandboxSpec {
@@ -63,6 +71,8 @@ export interface ExecResult {
   trace?: CommandTrace;
   /** Set when the memory cgroup's OOM killer killed the command (exit 137 without a timeout). */
   oomKilled?: boolean;
+  /** Set when the disk watchdog stopped this command (or, between commands, background writers) over `limits.diskBytes`. */
+  diskLimitExceeded?: true;
 }
 
 export interface Checkpoint {
