@@ -61,9 +61,19 @@ chaosCase('memory hog: python allocating 1 GiB (memory limit 128 MiB)', 'OOM-kil
   return `exit ${r.exitCode}, oomKilled, message "${r.output.trim().split('\n').pop()?.slice(0, 60)}"; host free memory ${Math.round(before / 2 ** 20)} → ${Math.round(freemem() / 2 ** 20)} MiB`;
 }), { timeout: 90_000 });
 
-chaosCase('disk filler: dd 300 MB into the container\'s /dev/shm (a 64 MiB tmpfs)', 'ENOSPC at 64 MiB inside the container; host disk unchanged', () => inSandbox({}, async (sb) => {
-  const hostAvail = () => Number(spawnSync('df', ['-k', '--output=avail', '/'], { encoding: 'utf8' }).stdout.split('\n')[1]);
+chaosCase('disk filler: dd 10 GB into / (disk limit 64 MiB) and 300 MB into /dev/shm (a 64 MiB tmpfs)', 'watchdog stops the / filler with a disk-limit notice; ENOSPC at 64 MiB in /dev/shm; host disk dropped < 1 GiB; deleting recovers', () => inSandbox({ diskBytes: 64 * 1024 ** 2 }, async (sb) => {
+  // Docker's layers live under /var/lib/docker: the writable layer of / is written there.
+  const hostAvail = () => Number(spawnSync('df', ['-k', '--output=avail', '/var/lib/docker'], { encoding: 'utf8' }).stdout.split('\n')[1]);
   const before = hostAvail();
+  const root = await sb.exec('dd if=/dev/zero of=/fill bs=1M count=10000', { timeoutMs: 90_000 });
+  const rootDelta = (before - hostAvail()) / 1024;
+  assert.equal(root.timedOut, false, root.output);
+  assert.equal(root.diskLimitExceeded, true, root.output);
+  assert.notEqual(root.exitCode, null);
+  const notice = /\[stopped: the sandbox disk limit of 64 MiB was exceeded \(([^)]+) written\); delete files to continue\]/.exec(root.output);
+  assert.ok(notice, root.output);
+  assert.ok(rootDelta < 1024, `host disk dropped by ${rootDelta} MB`);
+  assert.equal((await sb.exec('rm /fill && echo freed')).output, 'freed\n');
   const size = await sb.exec('df -k --output=size /dev/shm | tail -1');
   assert.equal(Number(size.output.trim()), 65536, `shm size ${size.output}`);
   const r = await sb.exec('dd if=/dev/zero of=/dev/shm/fill bs=1M count=300 2>&1; echo "dd exit $?"; du -m /dev/shm/fill', { timeoutMs: 60_000 });
@@ -73,9 +83,9 @@ chaosCase('disk filler: dd 300 MB into the container\'s /dev/shm (a 64 MiB tmpfs
   assert.ok(mb <= 64, `wrote ${mb} MB`);
   assert.equal((await sb.exec('rm /dev/shm/fill && echo freed')).output, 'freed\n');
   const delta = (before - hostAvail()) / 1024;
-  assert.ok(Math.abs(delta) < 200, `host disk moved by ${delta} MB`);
-  return `dd stopped at ${mb} MB with ENOSPC; host / avail moved ${delta.toFixed(0)} MB (other engineers' writes included)`;
-}), { timeout: 90_000 });
+  assert.ok(Math.abs(delta) < 1024, `host disk moved by ${delta} MB`);
+  return `/ filler stopped after ${notice[1]} (exit ${root.exitCode}), host disk −${rootDelta.toFixed(0)} MB at the stop, rm recovered; /dev/shm dd stopped at ${mb} MB with ENOSPC; host disk moved ${delta.toFixed(0)} MB overall (other engineers' writes included)`;
+}), { timeout: 120_000 });
 
 chaosCase('infinite output: `yes` for 3 s, then 50 MB of /dev/urandom through base64', 'timed out / finished with output capped at 64 KiB (head + tail), drop counted, host RSS bounded', () => inSandbox({}, async (sb) => {
   const rss0 = process.memoryUsage().rss;
