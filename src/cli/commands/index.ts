@@ -12,6 +12,7 @@ import { gcCommand } from './gc';
 import { trainCommands } from './train';
 import { envServerCommand } from './env-server';
 import { synthCommand } from './synth';
+import { runWorkspaceCommand, saveTaskCommand } from './run-workspace';
 
 /** Every `tbrl` sub-command. Adding one is one file and one line here. */
 export const commands: CliCommand[] = [
@@ -28,4 +29,6 @@ export const commands: CliCommand[] = [
   ...trainCommands,
   envServerCommand,
   synthCommand,
+  runWorkspaceCommand,
+  saveTaskCommand,
 ];

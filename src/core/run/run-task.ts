@@ -9,7 +9,7 @@ import { loadSystemPrompt } from '../agent/prompt';
 import { createModelPolicy } from '../model/policy';
 import type { VerifierConfig } from '../verifier/types';
 import { verifierConfigFrom } from '../verifier/config';
-import type { Sandbox, SandboxProvider } from '../sandbox/types';
+import type { ImageSource, Sandbox, SandboxProvider } from '../sandbox/types';
 import { DockerSandboxProvider } from '../sandbox/provider';
 import { createTracedSandbox } from '../trace/traced-sandbox';
 import { loadTask } from '../tasks/load';
@@ -65,6 +65,14 @@ export interface RunTaskOptions extends RunConfigInput {
    * on from step k+1. `maxSteps` still counts the whole run, copied steps included.
    */
   forkFrom?: ForkSource;
+  /** An in-memory task (e.g. the user's own workspace); `taskDir` is then only its label. */
+  task?: Task;
+  /** Start the sandbox from this image source instead of task.environment (e.g. a devcontainer, workspace copied in). */
+  sandboxImage?: ImageSource;
+  /** Score the run with this instead of the task's tests (e.g. a user's verify command). */
+  scoreRun?: (sandbox: Sandbox, signal?: AbortSignal) => Promise<RewardRecord>;
+  /** Last look at the container before it is removed (e.g. to collect the workspace changes). */
+  beforeClose?: (sandbox: Sandbox, outDir: string) => Promise<void>;
 }
 
 export interface RunTaskResult {
@@ -124,7 +132,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
 
   const fork = options.forkFrom ? await prepareFork(options.forkFrom, cwd) : undefined;
   progress({ type: 'phase', phase: 'task', message: `Loading task ${options.taskDir}` });
-  const task = await loadTask(resolve(cwd, options.taskDir));
+  const task = options.task ?? (await loadTask(resolve(cwd, options.taskDir)));
   const config = resolveRunConfig(options, env, cwd);
   let policyHeader: TrajectoryHeader['policy'];
   let verifierHeader: TrajectoryHeader['verifier'];
@@ -175,12 +183,12 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
   let failure: unknown;
 
   try {
-    progress({ type: 'phase', phase: 'sandbox', message: `Starting the sandbox (${'image' in task.environment ? task.environment.image : `building ${task.environment.dockerfile}`})` });
+    progress({ type: 'phase', phase: 'sandbox', message: `Starting the sandbox (${options.sandboxImage?.kind === 'devcontainer' ? `devcontainer of ${options.sandboxImage.workspaceFolder}` : 'image' in task.environment ? task.environment.image : `building ${task.environment.dockerfile}`})` });
     const provider = options.sandboxProvider ?? new DockerSandboxProvider();
     const inner = fork
       ? await forkSandbox(provider, fork, { runId, network: task.allowInternet, onProgress: (line) => progress({ type: 'build', line }), signal: options.signal })
       : await provider.create({
-        image: 'image' in task.environment ? { kind: 'image', image: task.environment.image } : { kind: 'dockerfile', context: task.environment.context, dockerfile: task.environment.dockerfile },
+        image: options.sandboxImage ?? ('image' in task.environment ? { kind: 'image', image: task.environment.image } : { kind: 'dockerfile', context: task.environment.context, dockerfile: task.environment.dockerfile }),
         runId,
         network: task.allowInternet,
         onProgress: (line) => progress({ type: 'build', line }),
@@ -234,7 +242,10 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     const kept = steps.filter((s) => s.checkpoint && !fork?.copied.includes(s)).length;
     if (kept > 0) progress({ type: 'info', message: `${kept} checkpoint image(s) kept for fork / step back; \`tbrl gc\` removes them once this process has exited.` });
     const interrupted = loop.endReason === 'interrupted' || loop.endReason === 'cancelled';
-    if (!options.skipReward && !interrupted) {
+    if (!options.skipReward && !interrupted && options.scoreRun) {
+      progress({ type: 'phase', phase: 'reward', message: 'Scoring the run' });
+      reward = await options.scoreRun(sandbox, options.signal);
+    } else if (!options.skipReward && !interrupted) {
       progress({ type: 'phase', phase: 'reward', message: config.judge ? `Running the tests and the judge (${config.judge.model})` : 'Running the tests' });
       const judge = config.judge ? { backend: { kind: 'openai' as const, ...config.judge } } : undefined;
       const r = await computeReward({ task, sandbox, trajectoryLines: [header, ...steps], signal: options.signal, ...(judge ? { judge } : {}) });
@@ -261,6 +272,13 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
         if (missed.length > 0) warn(`Changed files left out of ${SNAPSHOT_DIR}/: ${missed.map((s) => `${s.path} (${s.reason})`).join('; ')}`);
       } catch (err) {
         warn(`The changed files could not be saved: ${errorMessage(err)}`);
+      }
+    }
+    if (options.beforeClose && loop && !options.signal?.aborted) {
+      try {
+        await options.beforeClose(sandbox, outDir);
+      } catch (err) {
+        warn(`Collecting the final state failed: ${errorMessage(err)}`);
       }
     }
   } catch (err) {
