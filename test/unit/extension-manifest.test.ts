@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { SETTING_DEFAULTS, readSettings, VERIFIER_MODE_VALUES } from '../../src/extension/settings';
 
 // The extension's command table imports vscode, so its ids are read from the sources here.
@@ -63,4 +63,52 @@ test('.vscodeignore lets only bundles, prompts, media and image recipes into the
   const lines = readFileSync('.vscodeignore', 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
   assert.equal(lines[0], '**');
   for (const l of lines.slice(1)) assert.match(l, /^!(dist\/(extension\.js|webview\/\*\.js|prompts\/\*\*)|media\/\*\*|sandbox\/images(\.json|\/\*\*)|package\.json|README\.md|LICENSE)$/);
+});
+
+test('the training and synthesis commands are contributed, registered in COMMANDS and reachable from the views', () => {
+  const contributed = new Set(pkg.contributes.commands.map((c: { command: string }) => c.command));
+  const index = readFileSync('src/extension/commands/index.ts', 'utf8');
+  const listed = /COMMANDS: readonly CommandDef\[\] = \[([^\]]+)\]/.exec(index)![1].split(',').map((s) => s.trim());
+  const expected: Record<string, [string, string]> = {
+    'tbrl.startTraining': ['startTraining', 'start-training'],
+    'tbrl.sendDataset': ['sendDataset', 'send-dataset'],
+    'tbrl.synthesizeTasks': ['synthesizeTasks', 'synthesize-tasks'],
+    'tbrl.openTrainerDashboard': ['openTrainerDashboard', 'open-trainer-dashboard'],
+  };
+  for (const [id, [name, file]] of Object.entries(expected)) {
+    assert.ok(contributed.has(id), `${id} is in contributes.commands`);
+    assert.ok(listed.includes(name), `${name} is in COMMANDS`);
+    assert.match(readFileSync(`src/extension/commands/${file}.ts`, 'utf8'), new RegExp(`export const ${name}: CommandDef = \\{\\s*id: '${id.replace('.', '\\.')}'`));
+  }
+  const menus = JSON.stringify(pkg.contributes.menus);
+  for (const id of Object.keys(expected)) assert.ok(menus.includes(`"command":"${id}"`), `${id} has a menu entry`);
+  const jobItem = pkg.contributes.menus['view/item/context'].find((m: { command: string }) => m.command === 'tbrl.openTrainerDashboard');
+  // The Trainer view gives job items contextValue tbrlJob or tbrlJobActive; the menu must match both.
+  const when = /viewItem =~ \/(.+)\//.exec(jobItem.when)![1];
+  for (const v of ['tbrlJob', 'tbrlJobActive']) assert.match(v, new RegExp(when));
+});
+
+test('the first-use walkthrough: four steps, each with an existing markdown file and links only to contributed commands', () => {
+  const [w] = pkg.contributes.walkthroughs;
+  assert.deepEqual(w.steps.map((s: { id: string }) => s.id), ['docker', 'runExample', 'traceGraph', 'connectCluster']);
+  const contributed = new Set(pkg.contributes.commands.map((c: { command: string }) => c.command));
+  for (const s of w.steps) {
+    const md = readFileSync(s.media.markdown, 'utf8');
+    assert.match(md, /^# /, `${s.media.markdown} has a title`);
+    for (const m of String(s.description).matchAll(/\(command:([\w.]+)/g)) assert.ok(m[1].startsWith('workbench.') || contributed.has(m[1]), `${s.id} links to ${m[1]}`);
+    for (const e of s.completionEvents as string[]) {
+      const cmd = /^onCommand:(.+)$/.exec(e)?.[1];
+      if (cmd) assert.ok(contributed.has(cmd), `${s.id} completes on contributed ${cmd}`);
+    }
+  }
+  assert.ok(readFileSync('.vscodeignore', 'utf8').includes('!media/**'), 'walkthrough media ship in the .vsix');
+});
+
+test('every webview app has a stylesheet for the shared CSP page and no inline HTML sinks', () => {
+  for (const app of readdirSync('webview').filter((d) => existsSync(`webview/${d}/main.ts`))) {
+    readFileSync(`media/${app}.css`, 'utf8');
+    const src = readFileSync(`webview/${app}/main.ts`, 'utf8');
+    assert.doesNotMatch(src, /innerHTML|outerHTML|insertAdjacentHTML|\.html\(/, `${app} writes text only`);
+  }
+  for (const host of ['src/extension/graph/panel.ts', 'src/extension/trainer/dashboard.ts']) assert.match(readFileSync(host, 'utf8'), /webviewHtml\(/, `${host} uses the shared CSP page`);
 });

@@ -1,8 +1,8 @@
 import * as vscode from 'vscode';
-import { randomBytes } from 'node:crypto';
 import { Endpoint } from '../../../webview/shared/ipc';
 import { GetGraph, GraphChanged, SelectStep, StepChanged, type GraphPayload } from '../../../webview/trace-graph/protocol';
 import { graphOfTrajectory } from './data';
+import { webviewHtml, webviewResourceRoots } from '../webview/html';
 import type { DebugTracker } from '../debug/tracker';
 
 /**
@@ -23,13 +23,13 @@ export class TraceGraphPanel {
     }
     const panel = vscode.window.createWebviewPanel('tbrl.traceGraph', 'Trace graph', vscode.ViewColumn.Beside, {
       enableScripts: true,
-      localResourceRoots: [vscode.Uri.joinPath(context.extensionUri, 'dist'), vscode.Uri.joinPath(context.extensionUri, 'media')],
+      localResourceRoots: webviewResourceRoots(context.extensionUri),
     });
     TraceGraphPanel.current = new TraceGraphPanel(context, tracker, panel, trajectory);
     return TraceGraphPanel.current;
   }
 
-  private constructor(private readonly context: vscode.ExtensionContext, private readonly tracker: DebugTracker, readonly panel: vscode.WebviewPanel, private trajectory: string) {
+  private constructor(context: vscode.ExtensionContext, private readonly tracker: DebugTracker, readonly panel: vscode.WebviewPanel, private trajectory: string) {
     this.ipc = new Endpoint((m) => void panel.webview.postMessage(m));
     this.disposables.push(panel.webview.onDidReceiveMessage((m) => void this.ipc.receive(m)));
     this.ipc.onRequest(GetGraph, () => this.payload());
@@ -45,7 +45,7 @@ export class TraceGraphPanel {
       if (trajectory === this.trajectory) this.ipc.sendNotification(StepChanged, { step });
     }));
     panel.onDidDispose(() => this.dispose(), null, this.disposables);
-    panel.webview.html = this.html();
+    panel.webview.html = webviewHtml(panel.webview, context.extensionUri, 'trace-graph', 'Trace graph');
     panel.title = `Trace graph: ${vscode.workspace.asRelativePath(trajectory)}`;
   }
 
@@ -58,27 +58,6 @@ export class TraceGraphPanel {
     this.trajectory = trajectory;
     this.panel.title = `Trace graph: ${vscode.workspace.asRelativePath(trajectory)}`;
     this.ipc.sendNotification(GraphChanged, await this.payload());
-  }
-
-  private html(): string {
-    const webview = this.panel.webview;
-    const nonce = randomBytes(16).toString('base64');
-    const script = webview.asWebviewUri(vscode.Uri.joinPath(this.context.extensionUri, 'dist', 'webview', 'trace-graph.js'));
-    const style = webview.asWebviewUri(vscode.Uri.joinPath(this.context.extensionUri, 'media', 'trace-graph.css'));
-    const csp = [`default-src 'none'`, `style-src ${webview.cspSource}`, `img-src ${webview.cspSource} data:`, `script-src 'nonce-${nonce}'`, `font-src ${webview.cspSource}`].join('; ');
-    return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${style}">
-<title>Trace graph</title>
-</head>
-<body>
-<script nonce="${nonce}" src="${script}"></script>
-</body>
-</html>`;
   }
 
   dispose(): void {
