@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { CommandContext, CommandDef } from './context';
 import { openTrajectory } from './open-trajectory';
 import { runAgent } from './run-agent';
+import { runAgentOnWorkspace } from './run-workspace';
 import { showTraceGraph } from './show-trace-graph';
 import { showStepInspector } from './show-step-inspector';
 import { newTask } from './new-task';
@@ -16,7 +17,7 @@ import { openTrainerDashboard } from './open-trainer-dashboard';
 import { filterRuns, openTaskInstruction, refreshRuns, refreshTasks, setApiKey } from './misc';
 
 /** Every command of the extension; package.json's contributes.commands lists the same ids (a unit test checks). */
-export const COMMANDS: readonly CommandDef[] = [runAgent, openTrajectory, showTraceGraph, showStepInspector, newTask, validateTask, decide, setApiKey, refreshTasks, refreshRuns, filterRuns, openTaskInstruction, openChangedFile, selectStep, connectCluster, refreshJobs, stopJob, openJobLogs, startTraining, sendDataset, synthesizeTasks, openTrainerDashboard];
+export const COMMANDS: readonly CommandDef[] = [runAgent, openTrajectory, showTraceGraph, showStepInspector, newTask, validateTask, decide, setApiKey, refreshTasks, refreshRuns, filterRuns, openTaskInstruction, openChangedFile, selectStep, connectCluster, refreshJobs, stopJob, openJobLogs, startTraining, sendDataset, synthesizeTasks, openTrainerDashboard, runAgentOnWorkspace];
 
 export function registerCommands(ctx: CommandContext): void {
   for (const c of COMMANDS) ctx.extension.subscriptions.push(vscode.commands.registerCommand(c.id, (...args: unknown[]) => c.run(ctx, ...args)));
