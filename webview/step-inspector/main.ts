@@ -79,6 +79,7 @@ function render(p: InspectorPayload): void {
   renderMatrix(v);
   renderReward(v);
   renderPhi(v);
+  document.body.dataset.ready = 'true';
 }
 
 function renderCandidates(v: StepView): void {

@@ -21,10 +21,11 @@ export class StepInspectorPanel {
   static show(context: vscode.ExtensionContext, tracker: DebugTracker, trajectory: string, step?: number): StepInspectorPanel {
     if (StepInspectorPanel.current) {
       void StepInspectorPanel.current.showStep(trajectory, step ?? tracker.stepOf(trajectory) ?? 0);
-      StepInspectorPanel.current.panel.reveal(vscode.ViewColumn.Beside);
+      StepInspectorPanel.current.panel.reveal(vscode.ViewColumn.Beside, true);
       return StepInspectorPanel.current;
     }
-    const panel = vscode.window.createWebviewPanel('tbrl.stepInspector', 'Step inspector', vscode.ViewColumn.Beside, webviewOptions(context.extensionUri));
+    // Focus stays in the editor: the debugger opens each step's turn in the active group, which must not be the inspector's.
+    const panel = vscode.window.createWebviewPanel('tbrl.stepInspector', 'Step inspector', { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, webviewOptions(context.extensionUri));
     StepInspectorPanel.current = new StepInspectorPanel(tracker, panel, trajectory, step ?? tracker.stepOf(trajectory) ?? 0);
     panel.webview.html = webviewHtml(panel.webview, context.extensionUri, 'step-inspector', 'Step inspector');
     return StepInspectorPanel.current;
