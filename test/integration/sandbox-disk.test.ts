@@ -51,6 +51,18 @@ describe('sandbox disk limit (watchdog on overlay2/ext4)', () => {
     assert.equal(small.diskLimitExceeded, undefined);
   });
 
+  it('refuses a disk limit that could run nothing, naming the fix, and creates no container', async () => {
+    for (const diskBytes of [0, -1, Number.NaN, 1000]) {
+      await assert.rejects(provider.create({ image, runId, limits: { diskBytes } }), (err: Error & { code?: string; fix?: string }) => {
+        assert.equal(err.code, 'BAD_SANDBOX_LIMIT');
+        assert.match(err.message, /diskBytes/);
+        return true;
+      });
+    }
+    const left = await provider.docker.listContainers({ all: true, filters: { label: [`dev.tbrl.run=${runId}`] } });
+    assert.equal(left.length, open.length);
+  });
+
   it('stops a double-forked background filler and says so in the next result', async () => {
     const sb = await provider.create({ image, runId, limits });
     open.push(sb);

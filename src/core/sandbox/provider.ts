@@ -6,6 +6,7 @@ import { connectDocker, ensureDaemon, initAvailable, mapDockerError, type Docker
 import { ImageMissingError, statusCode } from './errors';
 import { resolveImage, type ImageResolverOptions, type ResolvedImage } from './images';
 import { gcSandboxes } from './gc';
+import { TbrlError } from '../errors';
 
 export const PROJECT_LABEL_VALUE = 'tbrl';
 
@@ -96,6 +97,14 @@ export class DockerSandboxProvider implements SandboxProvider {
 
   private async launch(spec: SandboxSpec, launch: Launch): Promise<DockerSandbox> {
     const limits: SandboxLimits = { ...DEFAULT_LIMITS, ...spec.limits };
+    if (!Number.isFinite(limits.diskBytes) || limits.diskBytes < 1024 ** 2) {
+      // Below 1 MiB every shell start-up write would trip the watchdog: the sandbox could run nothing.
+      throw new TbrlError(
+        'BAD_SANDBOX_LIMIT',
+        `limits.diskBytes must be a number of bytes of at least 1 MiB; got ${String(spec.limits?.diskBytes)}.`,
+        'pass e.g. `limits: { diskBytes: 8 * 1024 ** 3 }` (8 GiB, the default), or leave it out.',
+      );
+    }
     const ctx = { target: this.connection.target, connected: true };
     let container: Docker.Container | undefined;
     let watchDisk = false;
