@@ -75,6 +75,14 @@ function drawCharts(views: ChartView[]): void {
     g.select<SVGGElement>('.y-axis').call(axisLeft(y).ticks(4));
     const path = line<{ step: number; value: number }>().x((p) => x(p.step)).y((p) => y(p.value));
     g.select('.series').attr('d', d.points.length ? path(d.points) : null);
+    // A line needs two points; dots keep early steps (and a one-step dryrun) visible.
+    g.selectAll<SVGCircleElement, { step: number; value: number }>('circle.point')
+      .data(d.points.length <= 60 ? d.points : [])
+      .join('circle')
+      .attr('class', 'point')
+      .attr('r', 2.5)
+      .attr('cx', (p) => x(p.step))
+      .attr('cy', (p) => y(p.value));
     g.select('.empty').text(d.points.length ? '' : 'no data yet');
   });
 }

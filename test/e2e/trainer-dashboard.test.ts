@@ -1,0 +1,95 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { CHROMIUM, CodeServer, requireTools } from './code-server';
+import { Workbench } from './pages/workbench';
+import { TrainerDashboardPage } from './pages/trainer-dashboard';
+import { RayJobsClient } from '../../src/core/trainer/jobs';
+import { submitTraining } from '../../src/core/trainer/submit';
+import { parseMetrics } from '../../src/core/trainer/metrics';
+import { REPO, loadVector, makeTask, scratch, writeGroup } from '../unit/trainer-fixtures';
+
+// The training dashboard in a real VS Code (code-server) against a real local Ray head running the
+// dryrun preset: the job reaches SUCCEEDED on the page and its metrics are drawn as charts.
+const VSIX = resolve('dist/tbrl-studio.vsix');
+const PORT = Number(process.env.TBRL_RAY_DASHBOARD_PORT ?? 8365);
+const URL_ = `http://127.0.0.1:${PORT}`;
+const client = new RayJobsClient({ url: URL_ });
+let startedRay = false;
+let submissionId = '';
+let server: CodeServer;
+let browser: Browser;
+let page: Page;
+let wb: Workbench;
+let workspace: string;
+
+function ray(cmd: 'start' | 'stop' | 'status'): number {
+  return spawnSync(join(REPO, 'scripts', 'ray.sh'), [cmd], { stdio: cmd === 'status' ? 'ignore' : 'inherit' }).status ?? 1;
+}
+
+before(async () => {
+  requireTools();
+  if (ray('status') !== 0) {
+    startedRay = true;
+    assert.equal(ray('start'), 0, 'scripts/ray.sh start');
+  }
+  const pkg = spawnSync('npm', ['run', '-s', 'package'], { encoding: 'utf8', timeout: 180_000 });
+  assert.equal(pkg.status, 0, `npm run package failed:\n${pkg.stdout}\n${pkg.stderr}`);
+  workspace = scratch('tbrl-e2e-trainer-');
+  const task = makeTask(workspace);
+  const runs = writeGroup(workspace, loadVector('02-indirect-credit'));
+  const r = await submitTraining({
+    cluster: { url: URL_ },
+    preset: 'dryrun',
+    algorithm: 'depgpo',
+    taskDirs: [task],
+    trajectories: runs,
+    env: { TBRL_CLI: `${join(REPO, 'node_modules', '.bin', 'tsx')} ${join(REPO, 'src', 'cli', 'main.ts')}` },
+    tag: `e2e-dashboard-${process.pid}-${Date.now()}`,
+    localEnv: {},
+  });
+  submissionId = r.submissionId;
+  mkdirSync(join(workspace, '.vscode'), { recursive: true });
+  writeFileSync(join(workspace, '.vscode/settings.json'), JSON.stringify({ 'tbrl.trainer.url': URL_ }));
+  server = new CodeServer(VSIX);
+  const url = await server.start(workspace);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  wb = new Workbench(page);
+  await wb.open(url);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  if (submissionId) {
+    await client.stop(submissionId).catch(() => undefined);
+    await client.wait(submissionId, { timeoutMs: 60_000 }).catch(() => undefined);
+    await client.delete(submissionId).catch(() => undefined);
+  }
+  if (workspace) rmSync(workspace, { recursive: true, force: true });
+  if (startedRay) ray('stop');
+});
+
+test('the dashboard of a dryrun job on a local Ray head shows SUCCEEDED, the log and a reward chart', async () => {
+  await wb.runCommand('TBRL: Open Training Dashboard');
+  await wb.pick(submissionId);
+  const dash = new TrainerDashboardPage(wb.webview());
+  await dash.waitForStatus('SUCCEEDED', 90_000);
+  assert.equal(await dash.title(), submissionId);
+  await dash.waitForChartPoints('rewardMean');
+  const charts = await dash.charts();
+  assert.deepEqual(charts.map((c) => c.id), ['rewardMean', 'passRate', 'entropy', 'gradNorm', 'depgpoFactorSpread']);
+  const reward = charts.find((c) => c.id === 'rewardMean')!;
+  assert.ok(reward.points >= 1 && reward.hasLine && reward.dots === reward.points, JSON.stringify(reward));
+  assert.equal(charts.find((c) => c.id === 'entropy')!.dots, 0, 'the dryrun logs no entropy: that chart stays empty');
+  // The page shows what the core parser reads from the job's full log.
+  const last = parseMetrics(await client.logs(submissionId)).canonical().rewardMean.at(-1)!;
+  assert.equal(reward.points, parseMetrics(await client.logs(submissionId)).canonical().rewardMean.length);
+  assert.ok(reward.title.startsWith(`Reward (mean): ${last.value.toFixed(3)} @ step ${last.step}`), reward.title);
+  assert.match(await dash.log(), /tbrl-metrics /);
+  await wb.screenshot('trainer-dashboard');
+});
