@@ -53,6 +53,11 @@ export class StepInspectorPanel {
     this.disposables.push(tracker.onStopped(({ trajectory, step: stopped }) => {
       if (trajectory) void this.showStep(trajectory, stopped);
     }));
+    this.disposables.push(vscode.debug.onDidChangeActiveDebugSession((session) => {
+      const trajectory = session?.type === 'tbrl' ? this.tracker.trajectoryOf(session) : undefined;
+      const at = trajectory === undefined ? undefined : this.tracker.stepOf(trajectory);
+      if (trajectory && at !== undefined) void this.showStep(trajectory, at);
+    }));
     panel.onDidDispose(() => this.dispose(), null, this.disposables);
     this.setTitle();
   }
