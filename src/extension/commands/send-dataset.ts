@@ -4,6 +4,7 @@ import { errorMessage } from '../../core/errors';
 import { buildBundle } from '../../core/trainer/bundle';
 import { secretValuesFromEnv } from '../../core/trainer/secrets';
 import { chooseTraining } from '../trainer/choose';
+import { TRAINER_TOKEN_SECRET } from '../views/trainer';
 import type { CommandContext, CommandDef } from './context';
 
 /**
@@ -25,7 +26,9 @@ export const sendDataset: CommandDef = {
     try {
       return await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'TBRL: send dataset', cancellable: true }, async (progress, cancel) => {
         progress.report({ message: 'building the bundle' });
-        const bundle = await buildBundle({ ...choice, secrets: secretValuesFromEnv(process.env, []) });
+        // The cluster token must never travel inside the dataset, like any key in the environment.
+        const token = (await ctx.extension.secrets.get(TRAINER_TOKEN_SECRET)) ?? undefined;
+        const bundle = await buildBundle({ ...choice, secrets: secretValuesFromEnv(process.env, [token]) });
         if (cancel.isCancellationRequested) return undefined;
         const summary = `${bundle.manifest.tasks.length} task(s), ${bundle.manifest.trajectories.length} trajectory(ies), ${(bundle.zip.length / 1024).toFixed(1)} KiB`;
         if (target) {
