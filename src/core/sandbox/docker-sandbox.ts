@@ -3,7 +3,7 @@ import type { Readable, Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Checkpoint, ExecOptions, ExecResult, Sandbox, SandboxInfo, SandboxLimits } from './types';
 import { LABEL_PROJECT, LABEL_RUN, LABEL_PID } from './types';
-import { PersistentShell, ShellEndedError, ShellUnresponsiveError } from './shell';
+import { containerAuxRunner, PersistentShell, ShellEndedError, ShellUnresponsiveError, type AuxRunner } from './shell';
 import { TbrlError } from '../errors';
 import { CappedOutput } from './output-cap';
 import { DockerDemuxer } from './demux';
@@ -33,6 +33,7 @@ export interface DockerSandboxInit {
 export class DockerSandbox implements Sandbox {
   readonly info: SandboxInfo;
   private readonly container: Docker.Container;
+  private readonly runAux: AuxRunner;
   private readonly limits: SandboxLimits;
   private readonly runId: string;
   private readonly target: string;
@@ -47,6 +48,7 @@ export class DockerSandbox implements Sandbox {
 
   constructor(init: DockerSandboxInit) {
     this.container = init.container;
+    this.runAux = containerAuxRunner(init.container);
     this.info = init.info;
     this.limits = init.limits;
     this.runId = init.runId;
@@ -318,20 +320,6 @@ export class DockerSandbox implements Sandbox {
     return { stream, exitCode: async () => (await exec.inspect().catch(() => undefined))?.ExitCode ?? null };
   }
 
-  private async runAux(argv: string[]): Promise<{ exitCode: number | null; stdout: Buffer }> {
-    const exec = await this.container.exec({ Cmd: argv, AttachStdout: true, AttachStderr: true, Tty: false });
-    const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Duplex;
-    const out: Buffer[] = [];
-    const demux = new DockerDemuxer((kind, payload) => { if (kind === 'stdout') out.push(Buffer.from(payload)); });
-    stream.on('data', (c: Buffer) => demux.push(c));
-    await new Promise<void>((resolve) => {
-      stream.on('end', resolve);
-      stream.on('close', resolve);
-      stream.on('error', () => resolve());
-    });
-    const inspected = await exec.inspect().catch(() => undefined);
-    return { exitCode: inspected?.ExitCode ?? null, stdout: Buffer.concat(out) };
-  }
 
   /** The shell's stream ended mid-command: the agent typed `exit`, or the container/daemon is gone. */
   private async afterShellEnded(err: ShellEndedError): Promise<ExecResult> {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
+import type Docker from 'dockerode';
 import type { ExecResult } from './types';
 import { CappedOutput } from './output-cap';
 import { DockerDemuxer } from './demux';
@@ -10,6 +11,27 @@ import { KILL_SCRIPT } from './kill-script';
 export type ShellSpawner = (workdir: string | undefined) => Promise<{ stream: Duplex; exitCode: () => Promise<number | null> }>;
 /** Runs a helper program by a separate `docker exec` (used to kill timed-out commands). */
 export type AuxRunner = (argv: string[]) => Promise<{ exitCode: number | null; stdout: Buffer }>;
+
+/**
+ * The AuxRunner for a container: a separate `docker exec` of argv (never through the persistent
+ * shell, which may be the thing that is stuck), stdout collected, stderr dropped.
+ */
+export function containerAuxRunner(container: Docker.Container): AuxRunner {
+  return async (argv) => {
+    const exec = await container.exec({ Cmd: argv, AttachStdout: true, AttachStderr: true, Tty: false });
+    const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Duplex;
+    const out: Buffer[] = [];
+    const demux = new DockerDemuxer((kind, payload) => { if (kind === 'stdout') out.push(Buffer.from(payload)); });
+    stream.on('data', (c: Buffer) => demux.push(c));
+    await new Promise<void>((resolve) => {
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+      stream.on('error', () => resolve());
+    });
+    const inspected = await exec.inspect().catch(() => undefined);
+    return { exitCode: inspected?.ExitCode ?? null, stdout: Buffer.concat(out) };
+  };
+}
 
 export interface ShellRunOptions {
   timeoutMs?: number;

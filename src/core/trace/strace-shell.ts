@@ -1,7 +1,6 @@
 import type { Duplex, Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { DockerDemuxer } from '../sandbox/demux';
-import { PersistentShell, ShellEndedError, type AuxRunner, type ShellSpawner } from '../sandbox/shell';
+import { containerAuxRunner, PersistentShell, ShellEndedError, type ShellSpawner } from '../sandbox/shell';
 import { ansiCQuote } from '../sandbox/bash-quote';
 import { DEFAULT_LIMITS, type ExecOptions, type ExecResult, type Sandbox } from '../sandbox/types';
 import type { StraceHelper } from './helper';
@@ -59,20 +58,7 @@ export class StraceShell {
       const stream = (await exec.start({ hijack: true, stdin: true })) as unknown as Duplex;
       return { stream, exitCode: async () => (await exec.inspect().catch(() => undefined))?.ExitCode ?? null };
     };
-    const aux: AuxRunner = async (argv) => {
-      const exec = await container.exec({ Cmd: argv, AttachStdout: true, AttachStderr: true, Tty: false });
-      const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Duplex;
-      const out: Buffer[] = [];
-      const demux = new DockerDemuxer((kind, payload) => { if (kind === 'stdout') out.push(Buffer.from(payload)); });
-      stream.on('data', (c: Buffer) => demux.push(c));
-      await new Promise<void>((resolve) => {
-        stream.on('end', resolve);
-        stream.on('close', resolve);
-        stream.on('error', () => resolve());
-      });
-      const inspected = await exec.inspect().catch(() => undefined);
-      return { exitCode: inspected?.ExitCode ?? null, stdout: Buffer.concat(out) };
-    };
+    const aux = containerAuxRunner(container);
     const shell = new PersistentShell(spawn, aux, cwd || undefined);
     const self = new StraceShell(shell, options.maxOutputBytes ?? DEFAULT_LIMITS.maxOutputBytes);
     const restore = await self.run(`${exported}\nbuiltin cd -- ${ansiCQuote(cwd || '/')}`, { timeoutMs: 30_000 });
