@@ -8,6 +8,7 @@ import { BUILD_DB_SCRIPT, indexPath, latePath, renderFactLine, renderWorld, shar
 import { solutionScript, solverSteps, type SolverStep } from './solver-program';
 import { verifierProgram, VERIFIER_WEIGHTS } from './verifier-program';
 import type { DomainSpec, FactRow, FileMap, ScaleTier } from './types';
+import { TB_COMPOSE } from '../tasks/scaffold';
 import { drawWorld, type Draw, type FaultSpec } from './world';
 import { instructionFor } from './instruction';
 
@@ -126,7 +127,7 @@ export function synthesize(options: SynthOptions): SynthesizedTask {
 
   const taskFiles: FileMap = {
     Dockerfile: dockerfile(spec),
-    'docker-compose.yaml': COMPOSE,
+    'docker-compose.yaml': TB_COMPOSE,
     'run-tests.sh': RUN_TESTS,
     'tests/test_outputs.py': verifierProgram(JSON.stringify(verifierSpec)),
     'tests/progress.py': PROGRESS_PY,
@@ -181,19 +182,6 @@ function dockerfile(spec: DomainSpec): string {
   return `FROM ${TEV_BASE_IMAGE}\n\nWORKDIR /app\nCOPY app/ /app/\n${build}RUN mkdir -p /app/out\n`;
 }
 
-const COMPOSE = `services:
-  client:
-    build:
-      dockerfile: Dockerfile
-    image: \${T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME}
-    container_name: \${T_BENCH_TASK_DOCKER_CLIENT_CONTAINER_NAME}
-    command: [ "sh", "-c", "sleep infinity" ]
-    environment:
-      - TEST_DIR=\${T_BENCH_TEST_DIR}
-    volumes:
-      - \${T_BENCH_TASK_LOGS_PATH}:\${T_BENCH_CONTAINER_LOGS_PATH}
-      - \${T_BENCH_TASK_AGENT_LOGS_PATH}:\${T_BENCH_CONTAINER_AGENT_LOGS_PATH}
-`;
 
 // The task's own pytest.ini keeps an agent's /app/pytest.ini or conftest.py out of the verifier's way.
 export const RUN_TESTS = `#!/bin/bash

@@ -46,7 +46,8 @@ const DOCKERFILE = `FROM ${SCAFFOLD_BASE_IMAGE}
 WORKDIR /app
 `;
 
-const TB_COMPOSE = `services:
+/** Terminal-Bench 1.x's standard docker-compose.yaml for a single client container. */
+export const TB_COMPOSE = `services:
   client:
     build:
       dockerfile: Dockerfile
