@@ -20,6 +20,7 @@ const URL_ = `http://127.0.0.1:${PORT}`;
 const client = new RayJobsClient({ url: URL_ });
 let startedRay = false;
 let submissionId = '';
+const submittedByEditor: string[] = [];
 let server: CodeServer;
 let browser: Browser;
 let page: Page;
@@ -39,8 +40,9 @@ before(async () => {
   const pkg = spawnSync('npm', ['run', '-s', 'package'], { encoding: 'utf8', timeout: 180_000 });
   assert.equal(pkg.status, 0, `npm run package failed:\n${pkg.stdout}\n${pkg.stderr}`);
   workspace = scratch('tbrl-e2e-trainer-');
-  const task = makeTask(workspace);
-  const runs = writeGroup(workspace, loadVector('02-indirect-credit'));
+  // Named after the trajectories' task id, so Start Training pre-picks it from the picked runs.
+  const task = makeTask(workspace, 'vector-task');
+  const runs = writeGroup(join(workspace, 'runs'), loadVector('02-indirect-credit'));
   const r = await submitTraining({
     cluster: { url: URL_ },
     preset: 'dryrun',
@@ -65,10 +67,10 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await server?.stop();
-  if (submissionId) {
-    await client.stop(submissionId).catch(() => undefined);
-    await client.wait(submissionId, { timeoutMs: 60_000 }).catch(() => undefined);
-    await client.delete(submissionId).catch(() => undefined);
+  for (const id of [submissionId, ...submittedByEditor].filter(Boolean)) {
+    await client.stop(id).catch(() => undefined);
+    await client.wait(id, { timeoutMs: 60_000 }).catch(() => undefined);
+    await client.delete(id).catch(() => undefined);
   }
   if (workspace) rmSync(workspace, { recursive: true, force: true });
   if (startedRay) ray('stop');
@@ -92,4 +94,36 @@ test('the dashboard of a dryrun job on a local Ray head shows SUCCEEDED, the log
   assert.ok(reward.title.startsWith(`Reward (mean): ${last.value.toFixed(3)} @ step ${last.step}`), reward.title);
   assert.match(await dash.log(), /tbrl-metrics /);
   await wb.screenshot('trainer-dashboard');
+});
+
+test('Start Training through its quick picks submits the picked runs and task and opens their dashboard', async () => {
+  const before = new Set((await client.list()).map((j) => j.submission_id));
+  await wb.runCommand('TBRL: Start Training');
+  await wb.pick('dryrun');
+  await wb.pick('depgpo');
+  await page.keyboard.press('Enter'); // no filter: every finished run
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'run-0' }).first().waitFor({ timeout: 20_000 });
+  await page.keyboard.press('Enter'); // the pre-picked runs
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'vector-task' }).first().waitFor({ timeout: 20_000 });
+  await page.keyboard.press('Enter'); // the pre-picked task (the one the runs ran)
+  await page.locator('.quick-input-widget .quick-input-message', { hasText: 'Hydra overrides' }).first().waitFor({ timeout: 10_000 }).catch(() => undefined);
+  await page.keyboard.press('Enter'); // no overrides
+  const deadline = Date.now() + 60_000;
+  let id: string | undefined;
+  while (!id && Date.now() < deadline) {
+    id = (await client.list()).map((j) => j.submission_id).find((x) => !before.has(x));
+    if (!id) await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.ok(id, 'a new job was submitted');
+  submittedByEditor.push(id);
+  const job = await client.status(id);
+  assert.equal(job.metadata?.preset, 'dryrun');
+  assert.equal(job.metadata?.algorithm, 'depgpo');
+  assert.equal(job.metadata?.trajectories, '3');
+  assert.equal(job.metadata?.tasks, '1');
+  const dash = new TrainerDashboardPage(wb.webview());
+  await page.locator('.tab', { hasText: `Training: ${id}` }).first().waitFor({ timeout: 20_000 });
+  await dash.frame.locator('.header .title', { hasText: id }).waitFor({ timeout: 20_000 });
+  await dash.waitForStatus('SUCCEEDED', 90_000);
+  await dash.waitForChartPoints('depgpoFactorSpread');
 });
