@@ -77,12 +77,16 @@ test('the verify command failing scores 0; without one the reward is not compute
   assert.deepEqual(failed.footer.reward?.testOutcomes, [{ name: VERIFY, status: 'failed', weight: 1 }]);
   assert.equal(failed.changes, '', 'nothing changed');
 
-  const r = await runWorkspace({ workspaceFolder: workspace, instruction: 'Set the status to fixed.', outDir: join(scratch, 'run-noverify'), env, cwd: scratch, policyOverride: new ScriptedPolicy(FIX), trace: false });
+  // The default runs/ inside the project: the run's own output is not a change of the agent's.
+  const r = await runWorkspace({ workspaceFolder: workspace, instruction: 'Set the status to fixed.', runsDir: join(workspace, 'runs'), env, cwd: scratch, policyOverride: new ScriptedPolicy(FIX), trace: false });
   assert.equal(r.footer.reward, undefined);
   assert.ok(r.warnings.some((w) => /reward was not computed/.test(w)));
   assert.deepEqual(original(), before);
+  assert.deepEqual([...r.changes.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]), ['notes.md', 'obsolete.txt', 'status.txt']);
   const taskDir = join(scratch, 'saved-todo');
   await saveWorkspaceRunAsTask(r.outDir, taskDir, 'harbor');
   assert.equal((await loadTask(taskDir)).format, 'harbor');
+  assert.equal(existsSync(join(taskDir, 'environment', 'workspace', 'runs')), false, 'run output is not part of the task image');
+  assert.ok(existsSync(join(taskDir, 'environment', 'workspace', 'status.txt')));
   assert.match(readFileSync(join(taskDir, 'tests', 'test_outputs.py'), 'utf8'), /def test_todo\(\):\n\s+assert False/);
 });

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { basename, join, relative, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { TbrlError } from '../errors';
 import type { Task } from '../tasks/model';
 import type { Sandbox } from '../sandbox/types';
@@ -19,6 +19,8 @@ export interface WorkspaceRunRecord {
   containerPath: string;
   devcontainer: { configPath: string; image?: string; build?: { dockerfile: string; context: string; args: Record<string, string> } };
   changes: string;
+  /** Workspace paths that are run output (the runs directory inside the project), left out of a saved task. */
+  runOutput?: string[];
 }
 
 export interface RunWorkspaceOptions extends Omit<RunTaskOptions, 'taskDir' | 'task' | 'sandboxImage' | 'scoreRun' | 'beforeClose'> {
@@ -57,6 +59,24 @@ function workspaceTask(folder: string, config: DevcontainerConfig, instruction: 
   };
 }
 
+/**
+ * The run's own output (runs/ inside the project, the default) appears on the host during the run
+ * but never in the container's copy: it is not a change of the agent's.
+ */
+function insideFolder(folder: string, path: string): string | undefined {
+  const rel = relative(folder, path).split(sep).join('/');
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : undefined;
+}
+
+function withoutRunOutput(patch: string, folder: string, outDir: string): string {
+  const rel = insideFolder(folder, outDir);
+  if (!rel) return patch;
+  return patch
+    .split(/^(?=diff --git )/m)
+    .filter((section) => !section.startsWith(`diff --git a/${rel}/`))
+    .join('');
+}
+
 async function verifyReward(sandbox: Sandbox, command: string, cwd: string, timeoutSec: number): Promise<RewardRecord> {
   const r = await sandbox.execArgv(['sh', '-c', command], { cwd, timeoutMs: timeoutSec * 1000, maxOutputBytes: 64 * 1024 });
   const passed = r.exitCode === 0;
@@ -93,7 +113,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<RunWor
     skipReward: rest.skipReward || !verifyCommand,
     ...(verifyCommand ? { scoreRun: (sandbox: Sandbox) => verifyReward(sandbox, verifyCommand, config.workspaceFolder, verifyTimeoutSec ?? task.testTimeoutSec) } : {}),
     beforeClose: async (sandbox, outDir) => {
-      changes = await workspacePatch(sandbox, folder, config.workspaceFolder);
+      changes = withoutRunOutput(await workspacePatch(sandbox, folder, config.workspaceFolder), folder, outDir);
       changesPath = join(outDir, CHANGES_FILE);
       writeFileSync(changesPath, changes);
       const record: WorkspaceRunRecord = {
@@ -103,6 +123,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<RunWor
         containerPath: config.workspaceFolder,
         devcontainer: { configPath: config.configPath, image: config.image, build: config.build },
         changes: CHANGES_FILE,
+        ...(insideFolder(folder, dirname(outDir)) ? { runOutput: [insideFolder(folder, dirname(outDir))!] } : {}),
       };
       writeFileSync(join(outDir, WORKSPACE_RUN_FILE), JSON.stringify(record, null, 2) + '\n');
     },

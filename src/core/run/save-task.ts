@@ -19,9 +19,10 @@ export interface SaveTaskResult {
 }
 
 /** The project as the agent saw it, without VCS metadata (the task image does not need history). */
-function snapshotWorkspace(from: string, to: string): Map<string, string> {
+function snapshotWorkspace(from: string, to: string, runOutput: string[]): Map<string, string> {
   const text = new Map<string, string>();
-  for (const f of collectContext(from, { ignore: (p) => p === '.git' || p.startsWith('.git/') })) {
+  const skipped = ['.git', ...runOutput];
+  for (const f of collectContext(from, { ignore: (p) => skipped.some((s) => p === s || p.startsWith(`${s}/`)) })) {
     const target = join(to, f.path);
     if (f.kind === 'directory') mkdirSync(target, { recursive: true });
     else if (f.kind === 'file') {
@@ -99,7 +100,7 @@ export async function saveWorkspaceRunAsTask(runDir: string, outDir: string, for
   const out = resolve(outDir);
   const scaffold = await scaffoldTask(out, { format, instruction: record.instruction });
   const envDir = format === 'terminal-bench' ? out : join(out, 'environment');
-  const before = snapshotWorkspace(record.workspaceFolder, join(envDir, WORKSPACE_DIR));
+  const before = snapshotWorkspace(record.workspaceFolder, join(envDir, WORKSPACE_DIR), record.runOutput ?? []);
   let solution: string;
   try {
     solution = solutionScript(record, changes, before);
