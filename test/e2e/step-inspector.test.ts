@@ -87,6 +87,8 @@ test('the step inspector follows the replay: candidates with scores, pairwise ma
   ]);
   assert.deepEqual(await inspector.phiPoints(), { all: 3, current: 1, drops: 1 });
   await wb.screenshot('inspector-01-step-1');
+  await inspector.frame.locator('#phi svg').scrollIntoViewIfNeeded();
+  await wb.screenshot('inspector-01b-phi');
 
   // Stepping in the debugger moves the inspector along.
   await dbg.toolbar('debug-step-over');

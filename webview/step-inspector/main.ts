@@ -121,7 +121,7 @@ function renderReward(v: StepView): void {
   if (v.reward.rows.length === 0) return;
   const table = el('table');
   const head = el('tr');
-  for (const h of ['', 'name', 'value', 'weight', 'share', '']) head.append(el('th', undefined, h));
+  for (const h of ['', '', 'name', 'value', 'weight', 'share', '']) head.append(el('th', undefined, h));
   table.append(head);
   for (const r of v.reward.rows) {
     const tr = el('tr', `row ${r.group}${r.value === 0 && r.group === 'tests' ? ' failed' : ''}`);
@@ -130,8 +130,11 @@ function renderReward(v: StepView): void {
     const fill = el('div', 'fill');
     // Width through the CSSOM, not a style attribute, which the CSP would refuse.
     fill.style.width = `${Math.round(100 * Math.max(0, Math.min(1, r.value ?? 0)))}%`;
-    bar.append(fill);
-    tr.append(el('td', 'group', r.group), el('td', 'name', r.name), el('td', 'value', fmt(r.value)), el('td', 'weight', fmt(r.weight)), el('td', 'share', r.share === undefined ? '' : `${Math.round(r.share * 100)}%`), bar);
+    // A fixed-size track: an empty cell would be squeezed to nothing by the table layout.
+    const track = el('div', 'track');
+    track.append(fill);
+    bar.append(track);
+    tr.append(el('td', 'group', r.group), bar, el('td', 'name', r.name), el('td', 'value', fmt(r.value)), el('td', 'weight', fmt(r.weight)), el('td', 'share', r.share === undefined ? '' : `${Math.round(r.share * 100)}%`));
     tr.append(el('td', 'detail', r.detail));
     table.append(tr);
   }
@@ -151,7 +154,9 @@ function renderPhi(v: StepView): void {
   const x = scaleLinear().domain([Math.min(...pts.map((p) => p.step)), Math.max(1, ...pts.map((p) => p.step))]).range([m.l, w - m.r]);
   const y = scaleLinear().domain([Math.min(0, ...pts.map((p) => p.phi)), Math.max(1, ...pts.map((p) => p.phi))]).range([h - m.b, m.t]);
   const svg = select(c).append('svg').attr('class', 'phi-curve').attr('width', w).attr('height', h);
-  svg.append('g').attr('transform', `translate(0,${h - m.b})`).call(axisBottom(x).ticks(Math.min(10, pts.length)));
+  // Steps are integers: label the recorded steps themselves when there are few, never 0.5.
+  const xAxis = pts.length <= 12 ? axisBottom(x).tickValues(pts.map((p) => p.step)).tickFormat((n) => String(n)) : axisBottom(x).ticks(10).tickFormat((n) => (Number.isInteger(n.valueOf()) ? String(n) : ''));
+  svg.append('g').attr('transform', `translate(0,${h - m.b})`).call(xAxis);
   svg.append('g').attr('transform', `translate(${m.l},0)`).call(axisLeft(y).ticks(4));
   svg.append('path').datum(pts).attr('class', 'line').attr('d', line<{ step: number; phi: number }>().x((p) => x(p.step)).y((p) => y(p.phi)));
   const dots = svg.selectAll('circle.point').data(pts).join('circle')
