@@ -4,6 +4,7 @@ import { UsageError } from '../command';
 import { runWorkspace } from '../../core/run/run-workspace';
 import { ScriptedPolicy } from '../../core/agent/scripted';
 import { saveWorkspaceRunAsTask } from '../../core/run/save-task';
+import { TbrlError } from '../../core/errors';
 
 function positive(values: Record<string, unknown>, key: string): number | undefined {
   const raw = values[key];
@@ -85,6 +86,10 @@ export const runWorkspaceCommand: CliCommand = {
       console.log(`Trajectory: ${r.trajectoryPath}`);
       console.log(`Next:       git apply ${r.changesPath}   or   tbrl save-task ${r.outDir} <task-dir>`);
       return r.footer.endReason === 'error' ? 1 : 0;
+    } catch (err) {
+      // The generic fix names only endpoints; here a turns file is the other way to drive the agent.
+      if (err instanceof TbrlError && err.code === 'config-missing' && !script) throw new TbrlError(err.code, err.message, `${err.fix ?? ""} Or pass --script turns.json (a JSON array of agent turns).`, { cause: err });
+      throw err;
     } finally {
       process.off('SIGINT', onSigint);
     }
