@@ -101,13 +101,16 @@ test('Start Training through its quick picks submits the picked runs and task an
   await wb.runCommand('TBRL: Start Training');
   await wb.pick('dryrun');
   await wb.pick('depgpo');
-  await page.keyboard.press('Enter'); // no filter: every finished run
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'run-0' }).first().waitFor({ timeout: 20_000 });
-  await page.keyboard.press('Enter'); // the pre-picked runs
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'vector-task' }).first().waitFor({ timeout: 20_000 });
-  await page.keyboard.press('Enter'); // the pre-picked task (the one the runs ran)
-  await page.locator('.quick-input-widget .quick-input-message', { hasText: 'Hydra overrides' }).first().waitFor({ timeout: 10_000 }).catch(() => undefined);
-  await page.keyboard.press('Enter'); // no overrides
+  // Each Enter waits for its own question: an Enter sent while the next box is still opening is lost.
+  const answer = async (title: string, row?: string): Promise<void> => {
+    await page.locator('.quick-input-widget .quick-input-title', { hasText: title }).first().waitFor({ timeout: 20_000 });
+    if (row) await page.locator('.quick-input-list .monaco-list-row', { hasText: row }).first().waitFor({ timeout: 20_000 });
+    await page.keyboard.press('Enter');
+  };
+  await answer('filter trajectories'); // no filter: every finished run
+  await answer('trajectories (3 runs)', 'run-0'); // the pre-picked runs
+  await answer('Start Training: tasks', 'vector-task'); // the pre-picked task (the one the runs ran)
+  await answer('overrides'); // none
   const deadline = Date.now() + 60_000;
   let id: string | undefined;
   while (!id && Date.now() < deadline) {
@@ -126,4 +129,15 @@ test('Start Training through its quick picks submits the picked runs and task an
   await dash.frame.locator('.header .title', { hasText: id }).waitFor({ timeout: 20_000 });
   await dash.waitForStatus('SUCCEEDED', 90_000);
   await dash.waitForChartPoints('depgpoFactorSpread');
+});
+
+test('the first-use walkthrough lists its four steps and shows the Docker step\'s markdown', async () => {
+  await wb.runCommand('Welcome: Open Walkthrough...');
+  await wb.pick('Get started with TBRL Studio');
+  for (const title of ['Set up Docker', 'Run the example task', 'Open the trace graph', 'Connect a cluster']) {
+    await page.locator('.getting-started-step', { hasText: title }).first().waitFor({ timeout: 20_000 });
+  }
+  await page.locator('.getting-started-step', { hasText: 'Set up Docker' }).first().click();
+  await wb.webview().locator('h1', { hasText: 'Set up Docker' }).waitFor({ timeout: 20_000 });
+  await wb.screenshot('walkthrough');
 });
