@@ -74,7 +74,7 @@ function scriptedServer(srv: OpenAIServer, busy = 'sleep 60'): void {
   srv.respond = () => `<bash>\ncmd: ${busy}\n</bash>`;
 }
 
-chaosCase('SIGKILL of `tbrl run --checkpoint` during step 2, then fork from the last checkpoint, then `tbrl gc`', 'trajectory keeps steps 0–1, no footer, reader says interrupted; fork restores files and cwd; gc reaps the container and checkpoint images', async () => {
+chaosCase('SIGKILL of `tbrl run --checkpoint` during step 2, then `tbrl run --fork-from` its last checkpoint, then `tbrl gc`', 'trajectory keeps steps 0–1, no footer, reader says interrupted; the forked run carries the steps over, sees the files and cwd, finishes; gc reaps the container and checkpoint images', async () => {
   const srv = await startOpenAIServer({ models: ['m'] });
   scriptedServer(srv);
   const out = join(scratch, 'killed');
@@ -98,24 +98,29 @@ chaosCase('SIGKILL of `tbrl run --checkpoint` during step 2, then fork from the 
     const before = await leftovers(runId);
     assert.ok(before.containers >= 1, 'the killed run\'s container should still be there before gc');
 
-    // The run loop has no resume entry point in runTask / `tbrl run`; forking the container state is what exists.
-    const forkId = `chaos-fork-${process.pid}`;
-    recordRunId(forkId);
-    const fork = await provider.fork({ imageId: last.checkpoint!, runId, step: last.index, createdAt: '', cwd: '/tmp', env: {} }, { runId: forkId });
-    let restored: string;
-    try {
-      restored = (await fork.exec('cat /tmp/one; pwd')).output;
-    } finally {
-      await fork.close();
-    }
-    assert.equal(restored, 'first\n/tmp\n');
+    // Resume as a user would: `tbrl run --fork-from` the killed run's last checkpoint. The forked
+    // run must see the files and the cwd of that step, and carry the completed steps over.
+    srv.enqueue('<bash>\ncmd: cat /tmp/one; pwd\n</bash>');
+    srv.respond = () => '<finish>\nmessage: resumed\n</finish>';
+    const resumedOut = join(scratch, 'resumed');
+    const resume = startCli(['run', '--fork-from', trajectory, '--step', String(last.index), '--out', resumedOut, '--base-url', srv.baseUrl, '--model', 'm', '--no-trace']);
+    const resumeExit = await resume.exited;
+    const resumed = await readTrajectory(join(resumedOut, 'trajectory.jsonl'));
+    recordRunId(resumed.header.runId);
+    assert.equal(resumeExit.code, 0, resume.stderr());
+    assert.deepEqual(resumed.header.forkedFrom && { runId: resumed.header.forkedFrom.runId, step: resumed.header.forkedFrom.step }, { runId, step: last.index });
+    assert.equal(resumed.footer?.endReason, 'finished');
+    assert.deepEqual(resumed.steps.slice(0, last.index + 1).map((s) => s.chosenText), t.steps.slice(0, last.index + 1).map((s) => s.chosenText), 'completed steps carried over');
+    const restored = resumed.steps[last.index + 1].actions[0].observation;
+    assert.match(restored, /first\n\/tmp/, 'the fork sees the killed run\'s files and cwd');
+    assert.deepEqual(await leftovers(resumed.header.runId), { containers: 0, images: 0 }, 'the resumed run cleaned up after itself');
 
     const gc = startCli(['gc']);
     const gcExit = await gc.exited;
     assert.equal(gcExit.code, 0, gc.stderr());
     const afterGc = await leftovers(runId);
     assert.deepEqual(afterGc, { containers: 0, images: 0 }, gc.stdout());
-    return `killed after ${t.steps.length} step(s): all kept, no footer, "interrupted"; fork from step ${last.index}'s checkpoint restored /tmp/one + cwd; gc: "${gc.stdout().trim().split('\n').pop()}" (${before.containers} container(s), ${before.images} checkpoint image(s) of this run → 0)`;
+    return `killed after ${t.steps.length} step(s): all kept, no footer, "interrupted"; \`tbrl run --fork-from\` step ${last.index} resumed it (${last.index + 1} steps carried over, /tmp/one + cwd restored, finished); gc: "${gc.stdout().trim().split('\n').pop()}" (${before.containers} container(s), ${before.images} checkpoint image(s) of this run → 0)`;
   } finally {
     if (cli.child.exitCode === null && cli.child.signalCode === null) cli.child.kill('SIGKILL');
     await srv.close();
