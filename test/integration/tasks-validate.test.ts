@@ -112,8 +112,9 @@ describe('tbrl validate with Docker', () => {
     const json = join(scratch, 'validate.json');
     const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'validate', EXAMPLE, trivial, '--concurrency', '2', '--json', json], { encoding: 'utf8', cwd: ROOT });
     assert.equal(r.status, 1, r.stdout + r.stderr);
-    assert.match(r.stdout, /hello-world\s+terminal-bench\s+yes\s+ok\s+ok\s+ok 1\s+ok 0/);
-    assert.match(r.stdout, /trivial\s+terminal-bench\s+NO\s+ok\s+ok\s+ok 1\s+FAIL 1/);
+    // Columns: task, format, valid, static, tev (`-`: not a Tev task), build, oracle, empty.
+    assert.match(r.stdout, /hello-world\s+terminal-bench\s+yes\s+ok\s+-\s+ok\s+ok 1\s+ok 0/);
+    assert.match(r.stdout, /trivial\s+terminal-bench\s+NO\s+ok\s+-\s+ok\s+ok 1\s+FAIL 1/);
     assert.match(r.stderr, /\[2\/2\]/);
     const report = JSON.parse(readFileSync(json, 'utf8'));
     assert.equal(report.valid, false);
