@@ -23,7 +23,7 @@ let passed = 0;
 let failed = 0;
 let failedRuns = 0;
 
-function runFiles(label, files, concurrency) {
+function runFiles(label, files, concurrency, env = {}) {
   if (files.length === 0) return;
   const tap = join(scratch, `${label}.tap`);
   console.log(`\n=== ${label}: ${files.length} files ===`);
@@ -32,7 +32,7 @@ function runFiles(label, files, concurrency) {
     ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`,
       '--test-reporter=spec', '--test-reporter-destination=stdout',
       '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files],
-    { stdio: 'inherit', env: { ...process.env, TBRL_TEST: '1' } },
+    { stdio: 'inherit', env: { ...process.env, TBRL_TEST: '1', ...env } },
   );
   const text = existsSync(tap) ? readFileSync(tap, 'utf8') : '';
   const count = (k) => Number((text.match(new RegExp(`^# ${k} (\\d+)$`, 'm')) ?? [])[1] ?? 0);
@@ -51,7 +51,15 @@ if (rayTests) {
 try {
   for (const s of suites.filter((x) => x !== 'python' && x !== 'chaos')) {
     // Integration tests share one Docker daemon on a 2-core machine: two files at a time is the sweet spot.
-    runFiles(s, testFiles(join('test', s)), s === 'unit' ? 4 : 2);
+    const files = testFiles(join('test', s));
+    if (s === 'e2e' && files.length > 0) {
+      // Every e2e file installs the same .vsix into its own code-server: package it once here.
+      const pkg = spawnSync('npm', ['run', '-s', 'package'], { stdio: 'inherit' });
+      if (pkg.status !== 0) { failedRuns++; continue; }
+      runFiles(s, files, 1, { TBRL_E2E_REPACKAGE: '0' });
+      continue;
+    }
+    runFiles(s, files, s === 'unit' ? 4 : 2);
   }
 } finally {
   if (rayTests) spawnSync('scripts/ray.sh', ['stop'], { stdio: 'inherit' });

@@ -1,11 +1,10 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { CHROMIUM, CodeServer, requireTools } from './code-server';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { CodeServer, VSIX, ensureVsix, launchChromium, requireTools } from './code-server';
 import { Workbench } from './pages/workbench';
 import { Editor } from './pages/editor';
 import { DebugView } from './pages/debug-view';
@@ -13,7 +12,6 @@ import { SNAPSHOT_INDEX } from '../../src/core/attribution/snapshot';
 
 // A finished run's changed file opened from the command palette in a real VS Code (code-server):
 // it opens read-only from the run's snapshot and the line the oracle wrote carries "step N".
-const VSIX = resolve('dist/tbrl-studio.vsix');
 let server: CodeServer;
 let browser: Browser;
 let page: Page;
@@ -31,10 +29,7 @@ function addSnapshot(runDir: string): void {
 
 before(async () => {
   requireTools();
-  if (!existsSync(VSIX) || process.env.TBRL_E2E_REPACKAGE !== '0') {
-    const pkg = spawnSync('npm', ['run', '-s', 'package'], { encoding: 'utf8', timeout: 180_000 });
-    assert.equal(pkg.status, 0, `npm run package failed:\n${pkg.stdout}\n${pkg.stderr}`);
-  }
+  ensureVsix();
   workspace = mkdtempSync(join(tmpdir(), 'tbrl-e2e-attr-'));
   cpSync('examples/hello-world', join(workspace, 'examples/hello-world'), { recursive: true });
   cpSync('test/e2e/fixtures/hello-world-oracle', join(workspace, 'runs/hello-world-oracle'), { recursive: true });
@@ -46,7 +41,7 @@ before(async () => {
   }, null, 2));
   server = new CodeServer(VSIX);
   const url = await server.start(workspace);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   wb = new Workbench(page);
   await wb.open(url);

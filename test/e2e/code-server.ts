@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, writeFileSync, rmSync } from 'node:
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
 
 /**
  * A real VS Code (code-server, installed by scripts/setup.sh) with the packaged extension
@@ -10,6 +11,25 @@ import { join } from 'node:path';
  */
 export const CODE_SERVER = process.env.TBRL_CODE_SERVER ?? join(process.env.TBRL_CODE_SERVER_DIR ?? join(homedir(), '.cache/tbrl/code-server'), 'node_modules/.bin/code-server');
 export const CHROMIUM = process.env.TBRL_CHROMIUM ?? '/usr/bin/chromium';
+
+/** The package under test, as `npm run package` writes it. */
+export const VSIX = join(process.cwd(), 'dist', 'tbrl-studio.vsix');
+
+/**
+ * Packages the extension unless this test run already did: scripts/test.mjs packages once before
+ * the e2e files and sets TBRL_E2E_REPACKAGE=0, so each file does not spend half a minute on it;
+ * a file run on its own packages the current sources.
+ */
+export function ensureVsix(): void {
+  if (existsSync(VSIX) && process.env.TBRL_E2E_REPACKAGE === '0') return;
+  const pkg = spawnSync('npm', ['run', '-s', 'package'], { encoding: 'utf8', timeout: 180_000 });
+  if (pkg.status !== 0) throw new Error(`npm run package failed:\n${pkg.stdout}\n${pkg.stderr}`);
+}
+
+/** Debian's Chromium with the flags this closed network needs (see ../shared/RECIPES.md). */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+}
 
 export function requireTools(): void {
   for (const [what, path] of [['code-server', CODE_SERVER], ['chromium', CHROMIUM]]) {

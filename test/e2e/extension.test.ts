@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { CHROMIUM, CodeServer, requireTools } from './code-server';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { CodeServer, VSIX, ensureVsix, launchChromium, requireTools } from './code-server';
 import { Workbench } from './pages/workbench';
 import { DebugView } from './pages/debug-view';
 import { TraceGraph } from './pages/trace-graph';
@@ -13,7 +13,6 @@ import { TraceGraph } from './pages/trace-graph';
 // The packaged extension in a real VS Code (code-server) driven through real Chromium: the user's
 // path from the activity bar to a replayed run, a breakpoint, stepping both ways, the Variables
 // view, the trace graph driving the debugger, and a live oracle run on real Docker.
-const VSIX = resolve('dist/tbrl-studio.vsix');
 let server: CodeServer;
 let browser: Browser;
 let page: Page;
@@ -23,8 +22,7 @@ let workspace: string;
 
 before(async () => {
   requireTools();
-  const pkg = spawnSync('npm', ['run', '-s', 'package'], { encoding: 'utf8', timeout: 180_000 });
-  assert.equal(pkg.status, 0, `npm run package failed:\n${pkg.stdout}\n${pkg.stderr}`);
+  ensureVsix();
   workspace = mkdtempSync(join(tmpdir(), 'tbrl-e2e-ws-'));
   cpSync('examples/hello-world', join(workspace, 'examples/hello-world'), { recursive: true });
   cpSync('test/e2e/fixtures/hello-world-oracle', join(workspace, 'runs/hello-world-oracle'), { recursive: true });
@@ -35,7 +33,7 @@ before(async () => {
   }, null, 2));
   server = new CodeServer(VSIX);
   const url = await server.start(workspace);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   wb = new Workbench(page);
   dbg = new DebugView(page);

@@ -3,16 +3,15 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { CHROMIUM, CodeServer, requireTools } from './code-server';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { CodeServer, VSIX, ensureVsix, launchChromium, requireTools } from './code-server';
 import { Workbench } from './pages/workbench';
 import { startOpenAIServer, type OpenAIServer } from '../helpers/openai-server';
 
 // "TBRL: Run Agent on Workspace" in a real VS Code (code-server) on a project with a devcontainer:
 // a model served by the local OpenAI-compatible test server edits the copied workspace, the diff
 // opens, the host file is untouched until "Apply to workspace" writes the change.
-const VSIX = resolve('dist/tbrl-studio.vsix');
 let server: CodeServer;
 let model: OpenAIServer;
 let browser: Browser;
@@ -22,10 +21,7 @@ let workspace: string;
 
 before(async () => {
   requireTools();
-  if (!existsSync(VSIX) || process.env.TBRL_E2E_REPACKAGE !== '0') {
-    const pkg = spawnSync('npm', ['run', '-s', 'package'], { encoding: 'utf8', timeout: 180_000 });
-    assert.equal(pkg.status, 0, `npm run package failed:\n${pkg.stdout}\n${pkg.stderr}`);
-  }
+  ensureVsix();
   model = await startOpenAIServer({
     respond: (_req, i) => (i === 0 ? '<bash>\ncmd: sed -i "s/broken/fixed/" status.txt\n</bash>' : '<finish>\nmessage: fixed\n</finish>'),
   });
@@ -37,7 +33,7 @@ before(async () => {
   writeFileSync(join(workspace, '.vscode/settings.json'), JSON.stringify({ 'tbrl.model.baseUrl': model.baseUrl, 'tbrl.model.name': 'test-model', 'tbrl.limits.maxSteps': 5 }));
   server = new CodeServer(VSIX);
   const url = await server.start(workspace);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   wb = new Workbench(page);
   await wb.open(url);

@@ -1,11 +1,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { CHROMIUM, CodeServer, requireTools } from './code-server';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { CodeServer, VSIX, ensureVsix, launchChromium, requireTools } from './code-server';
 import { Workbench } from './pages/workbench';
 import { DebugView } from './pages/debug-view';
 import { StepInspector } from './pages/step-inspector';
@@ -13,7 +12,6 @@ import type { StepRecord } from '../../src/core/trajectory/schema';
 
 // The step inspector in a real VS Code (code-server) over a replay: the recorded oracle run, with
 // step 1 given a second candidate, a pairwise verifier decision and Φ values, so every section draws.
-const VSIX = resolve('dist/tbrl-studio.vsix');
 let server: CodeServer;
 let browser: Browser;
 let page: Page;
@@ -37,8 +35,7 @@ function withVerifier(jsonl: string): string {
 
 before(async () => {
   requireTools();
-  const pkg = spawnSync('npm', ['run', '-s', 'package'], { encoding: 'utf8', timeout: 180_000 });
-  assert.equal(pkg.status, 0, `npm run package failed:\n${pkg.stdout}\n${pkg.stderr}`);
+  ensureVsix();
   workspace = mkdtempSync(join(tmpdir(), 'tbrl-e2e-inspector-'));
   cpSync('examples/hello-world', join(workspace, 'examples/hello-world'), { recursive: true });
   mkdirSync(join(workspace, 'runs/hello-world-oracle'), { recursive: true });
@@ -50,7 +47,7 @@ before(async () => {
   }, null, 2));
   server = new CodeServer(VSIX);
   const url = await server.start(workspace);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   wb = new Workbench(page);
   dbg = new DebugView(page);

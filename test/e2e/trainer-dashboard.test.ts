@@ -2,9 +2,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { CHROMIUM, CodeServer, requireTools } from './code-server';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { CodeServer, VSIX, ensureVsix, launchChromium, requireTools } from './code-server';
 import { Workbench } from './pages/workbench';
 import { TrainerDashboardPage } from './pages/trainer-dashboard';
 import { RayJobsClient } from '../../src/core/trainer/jobs';
@@ -14,7 +14,6 @@ import { REPO, loadVector, makeTask, scratch, writeGroup } from '../unit/trainer
 
 // The training dashboard in a real VS Code (code-server) against a real local Ray head running the
 // dryrun preset: the job reaches SUCCEEDED on the page and its metrics are drawn as charts.
-const VSIX = resolve('dist/tbrl-studio.vsix');
 const PORT = Number(process.env.TBRL_RAY_DASHBOARD_PORT ?? 8365);
 const URL_ = `http://127.0.0.1:${PORT}`;
 const client = new RayJobsClient({ url: URL_ });
@@ -37,8 +36,7 @@ before(async () => {
     startedRay = true;
     assert.equal(ray('start'), 0, 'scripts/ray.sh start');
   }
-  const pkg = spawnSync('npm', ['run', '-s', 'package'], { encoding: 'utf8', timeout: 180_000 });
-  assert.equal(pkg.status, 0, `npm run package failed:\n${pkg.stdout}\n${pkg.stderr}`);
+  ensureVsix();
   workspace = scratch('tbrl-e2e-trainer-');
   // Named after the trajectories' task id, so Start Training pre-picks it from the picked runs.
   const task = makeTask(workspace, 'vector-task');
@@ -58,7 +56,7 @@ before(async () => {
   writeFileSync(join(workspace, '.vscode/settings.json'), JSON.stringify({ 'tbrl.trainer.url': URL_ }));
   server = new CodeServer(VSIX);
   const url = await server.start(workspace);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   wb = new Workbench(page);
   await wb.open(url);
