@@ -1,10 +1,10 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { CodeServer, VSIX, ensureVsix, launchChromium, requireTools } from './code-server';
+import { CodeServer, ensureVsix, requireTools } from './code-server';
+import { openWorkbench, REPLAY_RUN, replayWorkspace } from './session';
 import { Workbench } from './pages/workbench';
 import { Editor } from './pages/editor';
 import { DebugView } from './pages/debug-view';
@@ -30,21 +30,9 @@ function addSnapshot(runDir: string): void {
 before(async () => {
   requireTools();
   ensureVsix();
-  workspace = mkdtempSync(join(tmpdir(), 'tbrl-e2e-attr-'));
-  cpSync('examples/hello-world', join(workspace, 'examples/hello-world'), { recursive: true });
-  cpSync('test/e2e/fixtures/hello-world-oracle', join(workspace, 'runs/hello-world-oracle'), { recursive: true });
-  addSnapshot(join(workspace, 'runs/hello-world-oracle'));
-  mkdirSync(join(workspace, '.vscode'));
-  writeFileSync(join(workspace, '.vscode/launch.json'), JSON.stringify({
-    version: '0.2.0',
-    configurations: [{ type: 'tbrl', request: 'launch', name: 'Replay hello-world', trajectory: '${workspaceFolder}/runs/hello-world-oracle/trajectory.jsonl', stopOnEntry: false, breakOn: ['/wordfreq/'] }],
-  }, null, 2));
-  server = new CodeServer(VSIX);
-  const url = await server.start(workspace);
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  wb = new Workbench(page);
-  await wb.open(url);
+  workspace = replayWorkspace('tbrl-e2e-attr-');
+  addSnapshot(join(workspace, REPLAY_RUN));
+  ({ server, browser, page, wb } = await openWorkbench(workspace));
 });
 
 afterEach(async (t) => {

@@ -1,11 +1,11 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { CodeServer, VSIX, ensureVsix, launchChromium, requireTools } from './code-server';
+import { CodeServer, ensureVsix, requireTools } from './code-server';
+import { openWorkbench, replayWorkspace } from './session';
 import { Workbench } from './pages/workbench';
 import { DebugView } from './pages/debug-view';
 import { TraceGraph } from './pages/trace-graph';
@@ -23,21 +23,9 @@ let workspace: string;
 before(async () => {
   requireTools();
   ensureVsix();
-  workspace = mkdtempSync(join(tmpdir(), 'tbrl-e2e-ws-'));
-  cpSync('examples/hello-world', join(workspace, 'examples/hello-world'), { recursive: true });
-  cpSync('test/e2e/fixtures/hello-world-oracle', join(workspace, 'runs/hello-world-oracle'), { recursive: true });
-  mkdirSync(join(workspace, '.vscode'));
-  writeFileSync(join(workspace, '.vscode/launch.json'), JSON.stringify({
-    version: '0.2.0',
-    configurations: [{ type: 'tbrl', request: 'launch', name: 'Replay hello-world', trajectory: '${workspaceFolder}/runs/hello-world-oracle/trajectory.jsonl', stopOnEntry: false, breakOn: ['/wordfreq/'] }],
-  }, null, 2));
-  server = new CodeServer(VSIX);
-  const url = await server.start(workspace);
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  wb = new Workbench(page);
+  workspace = replayWorkspace('tbrl-e2e-ws-');
+  ({ server, browser, page, wb } = await openWorkbench(workspace));
   dbg = new DebugView(page);
-  await wb.open(url);
 });
 
 afterEach(async (t) => {

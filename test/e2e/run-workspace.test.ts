@@ -5,7 +5,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { CodeServer, VSIX, ensureVsix, launchChromium, requireTools } from './code-server';
+import { CodeServer, ensureVsix, requireTools } from './code-server';
+import { openWorkbench } from './session';
 import { Workbench } from './pages/workbench';
 import { startOpenAIServer, type OpenAIServer } from '../helpers/openai-server';
 
@@ -31,12 +32,7 @@ before(async () => {
   writeFileSync(join(workspace, 'status.txt'), 'status: broken\n');
   mkdirSync(join(workspace, '.vscode'));
   writeFileSync(join(workspace, '.vscode/settings.json'), JSON.stringify({ 'tbrl.model.baseUrl': model.baseUrl, 'tbrl.model.name': 'test-model', 'tbrl.limits.maxSteps': 5 }));
-  server = new CodeServer(VSIX);
-  const url = await server.start(workspace);
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  wb = new Workbench(page);
-  await wb.open(url);
+  ({ server, browser, page, wb } = await openWorkbench(workspace));
 });
 
 afterEach(async (t) => {

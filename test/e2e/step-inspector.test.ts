@@ -1,10 +1,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
-import { CodeServer, VSIX, ensureVsix, launchChromium, requireTools } from './code-server';
+import { CodeServer, ensureVsix, requireTools } from './code-server';
+import { openWorkbench, replayWorkspace } from './session';
 import { Workbench } from './pages/workbench';
 import { DebugView } from './pages/debug-view';
 import { StepInspector } from './pages/step-inspector';
@@ -36,22 +35,9 @@ function withVerifier(jsonl: string): string {
 before(async () => {
   requireTools();
   ensureVsix();
-  workspace = mkdtempSync(join(tmpdir(), 'tbrl-e2e-inspector-'));
-  cpSync('examples/hello-world', join(workspace, 'examples/hello-world'), { recursive: true });
-  mkdirSync(join(workspace, 'runs/hello-world-oracle'), { recursive: true });
-  writeFileSync(join(workspace, 'runs/hello-world-oracle/trajectory.jsonl'), withVerifier(readFileSync('test/e2e/fixtures/hello-world-oracle/trajectory.jsonl', 'utf8')));
-  mkdirSync(join(workspace, '.vscode'));
-  writeFileSync(join(workspace, '.vscode/launch.json'), JSON.stringify({
-    version: '0.2.0',
-    configurations: [{ type: 'tbrl', request: 'launch', name: 'Replay hello-world', trajectory: '${workspaceFolder}/runs/hello-world-oracle/trajectory.jsonl', stopOnEntry: false, breakOn: ['/wordfreq/'] }],
-  }, null, 2));
-  server = new CodeServer(VSIX);
-  const url = await server.start(workspace);
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  wb = new Workbench(page);
+  workspace = replayWorkspace('tbrl-e2e-inspector-', withVerifier(readFileSync('test/e2e/fixtures/hello-world-oracle/trajectory.jsonl', 'utf8')));
+  ({ server, browser, page, wb } = await openWorkbench(workspace));
   dbg = new DebugView(page);
-  await wb.open(url);
 });
 
 after(async () => {

@@ -4,7 +4,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { CodeServer, VSIX, ensureVsix, launchChromium, requireTools } from './code-server';
+import { CodeServer, ensureVsix, requireTools } from './code-server';
+import { openWorkbench } from './session';
 import { Workbench } from './pages/workbench';
 import { TrainerDashboardPage } from './pages/trainer-dashboard';
 import { RayJobsClient } from '../../src/core/trainer/jobs';
@@ -54,12 +55,7 @@ before(async () => {
   submissionId = r.submissionId;
   mkdirSync(join(workspace, '.vscode'), { recursive: true });
   writeFileSync(join(workspace, '.vscode/settings.json'), JSON.stringify({ 'tbrl.trainer.url': URL_ }));
-  server = new CodeServer(VSIX);
-  const url = await server.start(workspace);
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  wb = new Workbench(page);
-  await wb.open(url);
+  ({ server, browser, page, wb } = await openWorkbench(workspace));
 });
 
 after(async () => {
