@@ -7,7 +7,6 @@
 import { after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, connect, type Socket, type Server } from 'node:net';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -16,6 +15,7 @@ import { DockerSandboxProvider } from '../../src/core/sandbox/provider';
 import { LABEL_RUN } from '../../src/core/sandbox/types';
 import { ModelClient } from '../../src/core/model/client';
 import { TbrlError } from '../../src/core/errors';
+import { dockerProxy } from '../helpers/docker-proxy';
 import { startOpenAIServer, type OpenAIServer } from '../helpers/openai-server';
 import { chaosCase, recordRunId } from './helpers/chaos';
 
@@ -127,21 +127,6 @@ chaosCase('SIGKILL of `tbrl run --checkpoint` during step 2, then `tbrl run --fo
     await purge(runId ?? (existsSync(trajectory) ? runIdOf(trajectory) : undefined));
   }
 }, { timeout: 180_000 });
-
-/** A unix socket that forwards to the real daemon until `cut()`. */
-async function dockerProxy(path: string): Promise<{ cut: () => Promise<void>; server: Server }> {
-  const open = new Set<Socket>();
-  const server = createServer((client) => {
-    const up = connect('/var/run/docker.sock');
-    open.add(client).add(up);
-    client.pipe(up).pipe(client);
-    const drop = () => { client.destroy(); up.destroy(); };
-    client.on('error', drop).on('close', drop);
-    up.on('error', drop).on('close', drop);
-  });
-  await new Promise<void>((res) => server.listen(path, res));
-  return { server, cut: () => new Promise<void>((res) => { server.close(() => res()); for (const s of open) s.destroy(); }) };
-}
 
 chaosCase('Docker daemon "dies" mid-step: `tbrl run` through a socket proxy that is cut during step 2', 'typed DOCKER_DIED error, CLI exits non-zero, trajectory keeps steps 0–1 with a footer saying the daemon stopped; gc on the real socket reaps the orphaned container', async () => {
   const srv = await startOpenAIServer({ models: ['m'] });

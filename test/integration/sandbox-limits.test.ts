@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import Docker from 'dockerode';
-import { createServer, connect, type Socket } from 'node:net';
+import { dockerProxy } from '../helpers/docker-proxy';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../src/cli/main';
@@ -162,21 +162,12 @@ describe('sandbox limits and failures', () => {
   it('reports a daemon that dies mid-run as such, not as "absent"', async () => {
     // A socket proxy stands in for the daemon so it can "die" without stopping the real one.
     const sockPath = join(tmpdir(), `tbrl-proxy-${process.pid}.sock`);
-    const open = new Set<Socket>();
-    const server = createServer((client) => {
-      const up = connect('/var/run/docker.sock');
-      open.add(client).add(up);
-      client.pipe(up).pipe(client);
-      const drop = () => { client.destroy(); up.destroy(); };
-      client.on('error', drop).on('close', drop);
-      up.on('error', drop).on('close', drop);
-    });
-    await new Promise<void>((resolve) => server.listen(sockPath, resolve));
+    const proxy = await dockerProxy(sockPath);
     const viaProxy = createDockerProvider({ socketPath: sockPath });
     const sb = await viaProxy.create({ image, runId });
     try {
       assert.equal((await sb.exec('echo before')).output, 'before\n');
-      await new Promise<void>((resolve) => { server.close(() => resolve()); for (const s of open) s.destroy(); });
+      await proxy.cut();
       await assert.rejects(sb.exec('echo after'), (err: unknown) => {
         assert.ok(err instanceof DockerDiedError, String(err));
         assert.match(err.message, /stopped answering/);
