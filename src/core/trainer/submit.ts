@@ -1,27 +1,20 @@
 import { buildBundle, sha256 } from './bundle';
-import type { Algorithm, Bundle } from './bundle';
+import type { Bundle, BundleOptions } from './bundle';
 import { RayJobsClient } from './jobs';
 import type { JobDetails, SubmitRequest } from './jobs';
 import type { ClusterOptions, RayVersion } from './connection';
 import { refuseSecrets, scanText, secretNamedKeys, secretValuesFromEnv } from './secrets';
 import { getPreset } from './presets';
 
-export interface SubmitOptions {
+/** What goes into the bundle comes from BundleOptions; the rest says where and how to submit it. */
+export interface SubmitOptions extends Pick<BundleOptions, 'preset' | 'algorithm' | 'taskDirs' | 'trajectories' | 'overrides' | 'env' | 'bridgeDir'> {
   cluster: ClusterOptions;
-  preset: string;
-  algorithm: Algorithm;
-  taskDirs: string[];
-  trajectories: string[];
-  overrides?: string[];
-  /** Non-secret environment for the job (e.g. TBRL_CLI on a cluster where tbrl is not on PATH). */
-  env?: Record<string, string>;
   /** Distinguishes deliberate re-runs of identical inputs; part of the submission id. */
   tag?: string;
   /** Python on the cluster nodes; default `python`. */
   python?: string;
   /** Where local secrets are looked up to make sure none is sent; default process.env. */
   localEnv?: NodeJS.ProcessEnv;
-  bridgeDir?: string;
   onProgress?: (message: string) => void;
 }
 
