@@ -1,11 +1,11 @@
 import type { CliCommand } from '../command';
 import { UsageError } from '../command';
-import { forkRun, runTask, type RunProgress, type RunTaskResult } from '../../core/run/run-task';
+import { forkRun, runTask, safeName, timestamp, type RunProgress, type RunTaskResult } from '../../core/run/run-task';
 import { actionSummary, PARSE_ERROR } from '../../core/trajectory/replay';
 import type { StepRecord } from '../../core/trajectory/schema';
 import { TbrlError } from '../../core/errors';
 import { runAttempts, type AttemptsOutcome } from '../../core/verifier/attempts';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { mkdirSync, writeFileSync } from 'node:fs';
 
 function num(values: Record<string, unknown>, key: string, integer: boolean): number | undefined {
@@ -176,8 +176,7 @@ type RunOptions = Omit<Parameters<typeof runTask>[0], 'outDir' | 'previousAttemp
 
 /** Best-of-T / Sequential Refine: each attempt is a full run in its own directory. */
 async function runSeveral(options: RunOptions, attempts: number, select: 'best' | 'refine', out: string | undefined, signal: AbortSignal): Promise<number> {
-  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
-  const root = resolve(out ?? join('runs', `${options.taskDir.replace(/\/+$/, '').split('/').pop() || 'task'}-${stamp}-x${attempts}`));
+  const root = resolve(out ?? join('runs', `${safeName(basename(resolve(options.taskDir)))}-${timestamp()}-x${attempts}`));
   const verifierEndpoint = options.baseUrl ?? process.env.OPENAI_BASE_URL;
   const outcome: AttemptsOutcome = await runAttempts(
     async (attempt, previousSummary) => {

@@ -89,11 +89,12 @@ export interface RunTaskResult {
 
 const SANDBOX_LOST_CODES = new Set(['DOCKER_DIED', 'CONTAINER_GONE']);
 
-function timestamp(d = new Date()): string {
+/** Run directory names: `<task>-<yyyymmdd-hhmmss>`. */
+export function timestamp(d = new Date()): string {
   return d.toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
 }
 
-function safeName(s: string): string {
+export function safeName(s: string): string {
   return s.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 60) || 'task';
 }
 
