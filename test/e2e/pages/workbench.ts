@@ -16,10 +16,20 @@ export class Workbench {
   }
 
   async runCommand(label: string): Promise<void> {
-    await this.page.keyboard.press('F1');
     const input = this.page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
-    await input.fill(`>${label}`);
+    // With focus inside a webview, the palette F1 opens can close again while focus settles:
+    // open it again rather than typing into a hidden box (three tries, then the real error).
+    for (let attempt = 1; ; attempt++) {
+      await this.page.keyboard.press('F1');
+      try {
+        await input.waitFor({ state: 'visible', timeout: 10_000 });
+        await input.fill(`>${label}`, { timeout: 5_000 });
+        break;
+      } catch (err) {
+        if (attempt === 3) throw err;
+        await this.page.keyboard.press('Escape');
+      }
+    }
     await this.page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first().waitFor({ timeout: 10_000 });
     await this.page.keyboard.press('Enter');
   }
