@@ -3,6 +3,7 @@
  * OpenAI-compatible server) writes /tmp/a at step 0 and /tmp/b at step 1; restarting the frame of
  * step 0 forks a new live run in the same session from step 0's checkpoint, which stops before
  * step 1 and then sees /tmp/a but not /tmp/b; the session removes its checkpoints when it ends.
+ * Live step back and reverse continue restore the container the same way by default.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -104,9 +105,7 @@ test('restart frame forks a live run from that step: forkedFrom set, state of th
   assert.equal((await containersOf(sourceRunId!)) + (await containersOf(forkRunId!)), 0, 'no container left');
 });
 
-test('with stepBackRestores, live step back undoes the step in the container (a fork from the step before)', { timeout: 120_000 }, async () => {
-  const srv = await startOpenAIServer({ models: ['m'] });
-  srv.enqueue('<bash>\ncmd: echo a > /tmp/a\n</bash>', '<bash>\ncmd: echo b > /tmp/b\n</bash>', '<finish>\nmessage: done\n</finish>');
+async function withSession(launch: Record<string, unknown>, body: (dc: DebugClient, stopped: () => Promise<DebugProtocol.StoppedEvent>, runIds: string[]) => Promise<void>): Promise<void> {
   const dc = new DebugClient('node', 'unused', 'tbrl');
   dc.defaultTimeout = 30_000;
   await dc.start((server.address() as AddressInfo).port);
@@ -114,33 +113,84 @@ test('with stepBackRestores, live step back undoes the step in the container (a 
   const runIds: string[] = [];
   try {
     await dc.initializeRequest();
-    let next = stopped();
-    await dc.launchRequest({ task: resolve('examples/hello-world'), baseUrl: srv.baseUrl, model: 'm', runsDir, stopOnEntry: false, skipReward: true, stepBackRestores: true } as DebugProtocol.LaunchRequestArguments);
+    const next = stopped();
+    await dc.launchRequest({ task: resolve('examples/hello-world'), runsDir, stopOnEntry: false, skipReward: true, ...launch } as DebugProtocol.LaunchRequestArguments);
     await dc.configurationDoneRequest();
     await next;
-    const first = (await dc.customRequest('tbrl/state')).body;
-    runIds.push(first.runId);
-    assert.equal(first.current, 2, 'stopped at the finish step');
-
-    srv.enqueue('<bash>\ncmd: ls /tmp\n</bash>', '<finish>\nmessage: done\n</finish>');
-    next = stopped();
-    await dc.stepBackRequest({ threadId: 1 });
-    await next;
-    const state = (await dc.customRequest('tbrl/state')).body;
-    assert.equal(state.pending, 1, 'paused before step 1 again, which has not run in the new container');
-    assert.notEqual(state.trajectory, first.trajectory);
-    next = stopped();
-    await dc.continueRequest({ threadId: 1 });
-    await next;
-    const fork = await readTrajectory(state.trajectory);
-    runIds.push(fork.header.runId);
-    assert.equal(fork.header.forkedFrom?.step, 0);
-    const out = fork.steps[1].actions[0].observation;
-    assert.match(out, /\ba\b/);
-    assert.doesNotMatch(out, /\bb\b/);
+    runIds.push((await dc.customRequest('tbrl/state')).body.runId);
+    await body(dc, stopped, runIds);
   } finally {
     await dc.stop();
-    await srv.close();
   }
   for (const id of runIds) assert.equal((await checkpointsOf(id)) + (await containersOf(id)), 0, `nothing of ${id} is left`);
+}
+
+test('live step back and reverse continue undo the steps in the container by default (a fork, or a fresh start for step 0)', { timeout: 180_000 }, async () => {
+  const srv = await startOpenAIServer({ models: ['m'] });
+  srv.enqueue('<bash>\ncmd: echo a > /tmp/a\n</bash>', '<bash>\ncmd: echo b > /tmp/b\n</bash>', '<finish>\nmessage: done\n</finish>');
+  try {
+    // No "stepBackRestores" attribute: restoring is the default.
+    await withSession({ baseUrl: srv.baseUrl, model: 'm' }, async (dc, stopped, runIds) => {
+      const first = (await dc.customRequest('tbrl/state')).body;
+      assert.equal(first.current, 2, 'stopped at the finish step');
+
+      srv.enqueue('<bash>\ncmd: ls /tmp\n</bash>', '<finish>\nmessage: done\n</finish>');
+      let next = stopped();
+      await dc.stepBackRequest({ threadId: 1 });
+      await next;
+      const state = (await dc.customRequest('tbrl/state')).body;
+      assert.equal(state.pending, 1, 'paused before step 1 again, which has not run in the new container');
+      assert.equal(state.live, true);
+      assert.notEqual(state.trajectory, first.trajectory);
+      next = stopped();
+      await dc.continueRequest({ threadId: 1 });
+      await next;
+      const fork = await readTrajectory(state.trajectory);
+      runIds.push(fork.header.runId);
+      assert.equal(fork.header.forkedFrom?.step, 0);
+      const out = fork.steps[1].actions[0].observation;
+      assert.match(out, /\ba\b/);
+      assert.doesNotMatch(out, /\bb\b/);
+
+      // Reverse continue with no breakpoint goes back to step 0: the task starts again in a fresh container.
+      srv.enqueue('<bash>\ncmd: ls /tmp\n</bash>', '<finish>\nmessage: done\n</finish>');
+      next = stopped();
+      await dc.send('reverseContinue', { threadId: 1 });
+      await next;
+      const again = (await dc.customRequest('tbrl/state')).body;
+      assert.deepEqual([again.pending, again.steps, again.live], [0, 0, true], 'paused before step 0 of a new run');
+      assert.notEqual(again.trajectory, state.trajectory);
+      next = stopped();
+      await dc.continueRequest({ threadId: 1 });
+      await next;
+      const fresh = await readTrajectory(again.trajectory);
+      runIds.push(fresh.header.runId);
+      assert.equal(fresh.header.forkedFrom, undefined, 'step 0 has no checkpoint before it: a fresh start, not a fork');
+      assert.doesNotMatch(fresh.steps[0].actions[0].observation, /\ba\b|\bb\b/, 'neither step of the earlier runs is in the new container');
+    });
+  } finally {
+    await srv.close();
+  }
+});
+
+test('with "stepBackRestores": false, live step back and reverse continue only move through the recorded steps', { timeout: 120_000 }, async () => {
+  const srv = await startOpenAIServer({ models: ['m'] });
+  srv.enqueue('<bash>\ncmd: echo a > /tmp/a\n</bash>', '<bash>\ncmd: echo b > /tmp/b\n</bash>', '<finish>\nmessage: done\n</finish>');
+  try {
+    await withSession({ baseUrl: srv.baseUrl, model: 'm', stepBackRestores: false }, async (dc, stopped) => {
+      const first = (await dc.customRequest('tbrl/state')).body;
+      let next = stopped();
+      await dc.stepBackRequest({ threadId: 1 });
+      await next;
+      let state = (await dc.customRequest('tbrl/state')).body;
+      assert.deepEqual([state.current, state.pending, state.live, state.trajectory], [1, null, false, first.trajectory], 'shows step 1 of the same, finished run');
+      next = stopped();
+      await dc.send('reverseContinue', { threadId: 1 });
+      assert.equal((await next).body.reason, 'entry');
+      state = (await dc.customRequest('tbrl/state')).body;
+      assert.deepEqual([state.current, state.live, state.trajectory], [0, false, first.trajectory]);
+    });
+  } finally {
+    await srv.close();
+  }
 });

@@ -24,7 +24,7 @@ export interface LaunchArgs extends DebugProtocol.LaunchRequestArguments {
   checkpoint?: boolean;
   /** Live: keep the checkpoint images when the session ends (for `tbrl run --fork-from` later). */
   keepCheckpoints?: boolean;
-  /** Live: step back re-runs from the previous step's checkpoint (the container state is undone too). */
+  /** Live: step back / reverse continue re-run from the checkpoint before the target step, undoing the container state too (default true; false = view only). */
   stepBackRestores?: boolean;
   trace?: boolean;
   skipReward?: boolean;

@@ -211,13 +211,14 @@ export class TbrlDebugSession extends DebugSession {
     this.stopAt(this.steps.length - 1, 'step', `end of run${this.footer?.reward ? `: reward ${this.footer.reward.total.toFixed(3)}` : ''}`);
   }
 
-  private runBackward(from: number): void {
+  /** Where reverse continue from `from` stops: the nearest earlier breakpoint hit, else step 0. */
+  private backwardTarget(from: number): { index: number; hit?: BreakpointSpec } {
     const bps = this.allBreakpoints();
-    for (let i = from - 1; i >= 0 && bps.length; i--) {
+    for (let i = Math.min(from, this.steps.length) - 1; i >= 0 && bps.length; i--) {
       const hit = firstHit(bps, factsOfStep(this.steps[i], this.steps[i - 1]));
-      if (hit) return this.stopAt(i, 'function breakpoint', `breakpoint ${hit.text} at step ${i}`, hit);
+      if (hit) return { index: i, hit };
     }
-    this.stopAt(0, 'entry', 'start of run');
+    return { index: 0 };
   }
 
   private resolvePending(decision: BeforeExecuteDecision, stopNext: boolean): void {
@@ -368,24 +369,37 @@ export class TbrlDebugSession extends DebugSession {
 
   protected override async stepBackRequest(response: DebugProtocol.StepBackResponse): Promise<void> {
     this.sendResponse(response);
-    // Opt-in (launch.json stepBackRestores): in a live session, step back also undoes the step in
-    // the container, by forking from the checkpoint of the step before it. Otherwise it only moves
-    // through the recorded steps, which is what reverse continue always does.
-    const target = this.current - 1;
-    const isLiveSession = this.launchArgs.task !== undefined && this.trajectoryPath !== undefined;
-    if (this.launchArgs.stepBackRestores && isLiveSession && target >= 0 && target < this.steps.length) {
-      const base = this.steps[target - 1];
-      if (target === 0 || (base?.checkpoint && base.checkpointState)) return this.replaceLiveRun(target, 'step');
-      this.sendEvent(new OutputEvent(`Step ${target - 1} has no checkpoint, so step back only shows step ${target}; the container keeps its current state.\n`, 'console'));
-    }
-    this.stopAt(Math.max(0, this.current - 1), this.current === 0 ? 'entry' : 'step');
+    const target = Math.max(0, this.current - 1);
+    if (this.current > 0 && (await this.restoreTo(target, 'step'))) return;
+    this.stopAt(target, this.current === 0 ? 'entry' : 'step');
   }
 
-  protected override reverseContinueRequest(response: DebugProtocol.ReverseContinueResponse): void {
+  protected override async reverseContinueRequest(response: DebugProtocol.ReverseContinueResponse): Promise<void> {
     this.sendResponse(response);
-    this.runBackward(this.current);
+    const { index, hit } = this.backwardTarget(this.current);
+    if (index < this.current && (await this.restoreTo(index, hit ? 'function breakpoint' : 'step'))) return;
+    if (hit) return this.stopAt(index, 'function breakpoint', `breakpoint ${hit.text} at step ${index}`, hit);
+    this.stopAt(0, 'entry', 'start of run');
   }
 
+  /**
+   * In a live session, moving back to step `target` also undoes the steps from it on in the container
+   * (launch.json "stepBackRestores", default true): the run is replaced by a fork from the checkpoint
+   * of the step before `target` (or restarted from scratch for step 0), paused before `target`.
+   * False when the session is a replay, restoring is off, or that checkpoint is missing (said why);
+   * the caller then only moves through the recorded steps.
+   */
+  private async restoreTo(target: number, reason: string): Promise<boolean> {
+    const isLiveSession = this.launchArgs.task !== undefined && this.trajectoryPath !== undefined;
+    if (!isLiveSession || this.launchArgs.stepBackRestores === false || target >= this.steps.length) return false;
+    const base = this.steps[target - 1];
+    if (target > 0 && !(base?.checkpoint && base.checkpointState)) {
+      this.sendEvent(new OutputEvent(`Step ${target - 1} has no checkpoint${base?.checkpointError ? ` (${base.checkpointError})` : ''}, so going back only shows step ${target}; the container keeps its current state. Run with "checkpoint": true (the default) to undo steps.\n`, 'console'));
+      return false;
+    }
+    await this.replaceLiveRun(target, reason);
+    return true;
+  }
   /**
    * Restart frame = fork: a new live run starts from the checkpoint of that step's container (its
    * files, cwd and environment after the step), with steps 0..k copied and the conversation rebuilt.
