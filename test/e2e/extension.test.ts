@@ -155,3 +155,42 @@ test('a live oracle run on real Docker stops before its first action, then runs 
   assert.equal(lines.filter((l) => l.type === 'step').length, frames.length, 'the Call Stack showed every recorded step');
   assert.equal(lines[lines.length - 1].reward.total, 1);
 });
+
+test('a live run forks from a step with Restart Frame, and Step Back undoes a step in the container, all in the editor', { timeout: 300_000 }, async () => {
+  await dbg.stopIfRunning();
+  const runsDir = join(workspace, 'runs');
+  const before = new Set(readdirSync(runsDir));
+  const newRuns = (): string[] => readdirSync(runsDir).filter((d) => !before.has(d)).sort();
+  const headerOf = (run: string): { forkedFrom?: { step: number; runId: string }; runId: string } => JSON.parse(readFileSync(join(runsDir, run, 'trajectory.jsonl'), 'utf8').split('\n')[0]);
+  await wb.runCommand('TBRL: Run Agent on Task');
+  await wb.pick('examples/hello-world');
+  await dbg.waitForTopFrame(0, 90_000);
+  // Step runs one action and stops before the next: steps 0 and 1 run in the first container.
+  await page.keyboard.press('F10');
+  await dbg.waitForTopFrame(1, 60_000);
+  await page.keyboard.press('F10');
+  const beforeStep2 = await dbg.waitForTopFrame(2, 60_000);
+  assert.match(beforeStep2, /^#2 ▶ .*\(not run yet\)/);
+  assert.equal(newRuns().length, 1);
+  const source = headerOf(newRuns()[0]);
+
+  await dbg.restartFrame(0);
+  await dbg.waitForTopFrame(1, 90_000);
+  assert.match((await dbg.frameLabels())[0], /^#1 ▶ .*\(not run yet\)/, 'the fork stops before the step after the restarted one');
+  assert.equal((await dbg.frameLabels()).length, 2, 'the fork keeps step 0 and waits before step 1');
+  const afterFork = newRuns();
+  assert.equal(afterFork.length, 2, `a second run was written for the fork: ${afterFork.join(', ')}`);
+  const fork = afterFork.map(headerOf).find((h) => h.runId !== source.runId)!;
+  assert.deepEqual([fork.forkedFrom?.runId, fork.forkedFrom?.step], [source.runId, 0]);
+  await wb.screenshot('08-restart-frame-fork');
+
+  // Step Back from the turn before step 1 goes to before step 0: nothing of the earlier runs is kept.
+  await dbg.toolbar('debug-step-back');
+  await dbg.waitForTopFrame(0, 90_000);
+  await page.locator('.debug-call-stack .monaco-list-row .stack-frame .label').nth(1).waitFor({ state: 'detached', timeout: 30_000 });
+  assert.equal(newRuns().length, 3, 'step back before step 0 starts the task again');
+  await page.keyboard.press('F5');
+  await dbg.waitForStopDescription(/run ended: finished, reward 1\.000/, 180_000);
+  await wb.screenshot('09-step-back-restored-run-finished');
+  await dbg.stop();
+});

@@ -70,6 +70,14 @@ export class DebugView {
     await this.page.locator('.debug-breakpoints .monaco-list-row').first().waitFor({ state: 'detached', timeout: 10_000 });
   }
 
+  /** Restart Frame from the Call Stack's context menu on the frame of step `index` (the tbrl debugger forks from it). */
+  async restartFrame(index: number): Promise<void> {
+    await this.frames().filter({ hasText: new RegExp(`^#${index} `) }).first().click({ button: 'right' });
+    const item = this.page.locator('.monaco-menu .action-item', { hasText: 'Restart Frame' }).first();
+    await item.waitFor({ timeout: 10_000 });
+    await item.click();
+  }
+
   async stopIfRunning(): Promise<void> {
     if (await this.page.locator('.debug-toolbar .action-label.codicon-debug-stop').isVisible()) await this.stop();
   }
