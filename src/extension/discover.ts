@@ -1,5 +1,5 @@
 import { open, readdir, readFile, stat } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 
 /**
  * Finding tasks and runs in a workspace without loading them: the Tasks and Runs views list many
@@ -11,6 +11,8 @@ export interface RunEntry {
   trajectory: string;
   runId: string;
   taskId: string;
+  /** The task directory the run was made from, as recorded in its header. */
+  taskDir?: string;
   startedAt: string;
   policy: string;
   /** Undefined when the run has no footer (killed or still running). */
@@ -85,7 +87,7 @@ export async function summariseRun(trajectory: string): Promise<RunEntry | undef
   try {
     const header = JSON.parse(await firstLine(trajectory));
     if (header?.type !== 'header') return undefined;
-    const entry: RunEntry = { trajectory, runId: header.runId, taskId: header.task?.id ?? '?', startedAt: header.startedAt ?? '', policy: header.policy?.model ?? header.policy?.kind ?? '?' };
+    const entry: RunEntry = { trajectory, runId: header.runId, taskId: header.task?.id ?? '?', ...(typeof header.task?.dir === 'string' ? { taskDir: header.task.dir } : {}), startedAt: header.startedAt ?? '', policy: header.policy?.model ?? header.policy?.kind ?? '?' };
     try {
       const footer = JSON.parse(await lastLine(trajectory));
       if (footer?.type === 'footer') {
@@ -101,6 +103,11 @@ export async function summariseRun(trajectory: string): Promise<RunEntry | undef
   } catch {
     return undefined;
   }
+}
+
+/** The runs directory of a workspace folder: the `tbrl.runsDir` setting, relative to the folder unless absolute. */
+export function runsDirOf(folder: string, runsDir: string): string {
+  return isAbsolute(runsDir) ? runsDir : join(folder, runsDir);
 }
 
 /** Every `<runsDir>/<run>/trajectory.jsonl`, newest first. */

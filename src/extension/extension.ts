@@ -30,7 +30,7 @@ export function activate(context: vscode.ExtensionContext): void {
   }));
 
   const tracker = new DebugTracker();
-  const tasks = new TasksProvider();
+  const tasks = new TasksProvider(() => settings().runsDir, output);
   const runs = new RunsProvider(() => settings().runsDir);
   const trainer = new TrainerProvider(() => settings().trainer.url, context.secrets);
   context.subscriptions.push(
@@ -38,7 +38,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.window.registerTreeDataProvider('tbrl.tasks', tasks),
     vscode.window.registerTreeDataProvider('tbrl.runs', runs),
     vscode.window.registerTreeDataProvider('tbrl.trainer', trainer),
-    vscode.debug.onDidTerminateDebugSession((s) => s.type === 'tbrl' && runs.refresh()),
+    vscode.debug.onDidTerminateDebugSession((s) => s.type === 'tbrl' && (runs.refresh(), tasks.refresh())),
   );
   const watcher = vscode.workspace.createFileSystemWatcher('**/{task.yaml,task.toml,trajectory.jsonl}');
   watcher.onDidCreate(() => (tasks.refresh(), runs.refresh()));

@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { createDockerProvider, LABEL_RUN } from '../../src/core/sandbox/index';
 import { scaffoldTask } from '../../src/core/tasks/scaffold';
 import { validateTasks, type ValidationProgress } from '../../src/core/tasks/validate';
+import { readValidations } from '../../src/core/tasks/validation-record';
 
 const ROOT = resolve(__dirname, '../..');
 const EXAMPLE = join(ROOT, 'examples/hello-world');
@@ -110,7 +111,7 @@ describe('tbrl validate with Docker', () => {
   it('CLI: table on stdout, JSON file, exit code 1 when a task is invalid', () => {
     const trivial = join(scratch, 'trivial');
     const json = join(scratch, 'validate.json');
-    const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'validate', EXAMPLE, trivial, '--concurrency', '2', '--json', json], { encoding: 'utf8', cwd: ROOT });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'validate', EXAMPLE, trivial, '--concurrency', '2', '--json', json, '--record', scratch], { encoding: 'utf8', cwd: ROOT });
     assert.equal(r.status, 1, r.stdout + r.stderr);
     // Columns: task, format, valid, static, tev (`-`: not a Tev task), build, oracle, empty.
     assert.match(r.stdout, /hello-world\s+terminal-bench\s+yes\s+ok\s+-\s+ok\s+ok 1\s+ok 0/);
@@ -119,5 +120,9 @@ describe('tbrl validate with Docker', () => {
     const report = JSON.parse(readFileSync(json, 'utf8'));
     assert.equal(report.valid, false);
     assert.deepEqual(report.tasks.map((t: { id: string; valid: boolean }) => [t.id, t.valid]), [['hello-world', true], ['trivial', false]]);
+    // The editor's Tasks view reads the last result of each task from the record.
+    const recorded = readValidations(scratch).records;
+    assert.deepEqual([recorded.get(EXAMPLE)?.valid, recorded.get(trivial)?.valid], [true, false]);
+    assert.equal(recorded.get(trivial)?.empty.score, 1);
   });
 });

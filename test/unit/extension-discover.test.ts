@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { filterRuns, findRuns, findTasks, summariseRun } from '../../src/extension/discover';
 import { syntheticTrajectory } from '../helpers/trajectory-fixture';
+import { taskStatus } from '../../src/extension/views/task-status';
 
 let root: string;
 before(() => {
@@ -50,4 +51,27 @@ test('run filters: words, outcome, reward comparison and action text', async () 
   assert.equal((await filterRuns(runs, 'reward>0.8')).length, 0);
   assert.equal((await filterRuns(runs, 'synthetic-12')).length, 1);
   assert.equal((await filterRuns(runs, 'text:pytest')).length, 1, 'only the 12-step run reached the pytest step');
+});
+
+test('task status: last validation, reward of the newest finished run of that task (by directory, else by id)', () => {
+  const task = { dir: '/ws/examples/hello-world', format: 'terminal-bench' as const, name: 'examples/hello-world' };
+  const run = (over: Record<string, unknown>) => ({ trajectory: 't', runId: 'r', taskId: 'hello-world', startedAt: '2026-01-01T00:00:00Z', policy: 'oracle', ...over });
+  const validation = { path: task.dir, valid: false, at: '2026-01-03T10:00:00.000Z', oracle: { status: 'passed', score: 1 }, empty: { status: 'failed', score: 1 }, problems: ['empty agent scored 1'], durationMs: 1 };
+  const newestFirst = [
+    run({ startedAt: '2026-01-04T00:00:00Z', taskDir: task.dir }), // unfinished: no reward
+    run({ startedAt: '2026-01-03T00:00:00Z', taskDir: task.dir, reward: 0.35, pass: false, steps: 4 }),
+    run({ startedAt: '2026-01-02T00:00:00Z', taskDir: task.dir, reward: 1, pass: true, steps: 3 }),
+    run({ startedAt: '2026-01-05T00:00:00Z', taskDir: '/elsewhere/hello-world', reward: 0.9, pass: false, steps: 3 }),
+    run({ taskId: 'other', taskDir: '/ws/other', reward: 1, pass: true, steps: 1 }),
+  ];
+  const s = taskStatus(task, validation, newestFirst);
+  assert.equal(s.state, 'invalid');
+  assert.equal(s.description, 'terminal-bench · INVALID · reward 0.350', 'the same directory wins over a run of a same-named task elsewhere');
+  assert.match(s.tooltip.join('\n'), /Validated 2026-01-03 10:00:00: INVALID \(oracle 1, empty agent 1\)\n {2}empty agent scored 1/);
+  assert.match(s.tooltip.join('\n'), /2 finished run\(s\) of 3/);
+  // A recorded run from another machine (other absolute path) still counts, by task id.
+  const moved = taskStatus(task, undefined, [run({ taskDir: '/old/checkout/examples/hello-world', reward: 1, pass: true, steps: 3 })]);
+  assert.deepEqual([moved.state, moved.description], ['unvalidated', 'terminal-bench · reward 1.000']);
+  assert.match(moved.tooltip.join('\n'), /Not validated yet/);
+  assert.equal(taskStatus(task, undefined, []).description, 'terminal-bench');
 });

@@ -3,6 +3,8 @@ import type { CliCommand } from '../command';
 import { UsageError } from '../command';
 import { DockerSandboxProvider } from '../../core/sandbox/provider';
 import { validateTasks, type StageStatus, type TaskValidation } from '../../core/tasks/validate';
+import { recordValidations } from '../../core/tasks/validation-record';
+import { errorMessage } from '../../core/errors';
 
 const mark = (s: StageStatus) => (s === 'passed' ? 'ok' : s === 'failed' ? 'FAIL' : '-');
 const score = (s: { status: StageStatus; score?: number }) => (s.score !== undefined ? `${mark(s.status)} ${+s.score.toFixed(3)}` : mark(s.status));
@@ -37,17 +39,20 @@ export const validateCommand: CliCommand = {
   name: 'validate',
   summary: 'Check tasks: static checks, image build, oracle scores 1, an empty agent scores below 1',
   usage: [
-    'validate <task-dir...> [--concurrency N] [--json out.json] [--static-only] [--oracle policy|script]',
+    'validate <task-dir...> [--concurrency N] [--json out.json] [--static-only] [--oracle policy|script] [--record DIR|none]',
     '',
     'Runs tasks in parallel (default 2 at a time). Exit code 1 when any task is invalid.',
     'The reference solution runs as the oracle policy through the agent loop (like `tbrl run --policy',
     "oracle`); --oracle script runs it directly in the container, as Terminal-Bench's oracle agent does.",
+    'Each result is kept in DIR/.tbrl/validations.json (default DIR: the current directory), which the',
+    "editor's Tasks view shows; --record none keeps nothing.",
   ].join('\n'),
   options: {
     concurrency: { type: 'string', default: '2' },
     json: { type: 'string' },
     'static-only': { type: 'boolean', default: false },
     oracle: { type: 'string', default: 'policy' },
+    record: { type: 'string', default: '.' },
   },
   async run({ positionals, values }) {
     if (positionals.length === 0) throw new UsageError('name at least one task directory, e.g. `tbrl validate examples/hello-world`.');
@@ -68,6 +73,14 @@ export const validateCommand: CliCommand = {
       },
     });
     console.log(renderValidationTable(results));
+    if (values.record !== 'none') {
+      try {
+        console.error(`Recorded in ${recordValidations(String(values.record), results)}`);
+      } catch (err) {
+        // The results are printed already; a read-only workspace must not turn them into a failure.
+        console.error(`warning: the results were not recorded: ${errorMessage(err)}`);
+      }
+    }
     if (typeof values.json === 'string') {
       await writeFile(values.json, `${JSON.stringify({ valid: results.every((r) => r.valid), tasks: results }, null, 2)}\n`);
       console.log(`\nJSON: ${values.json}`);

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { validateTask as validate } from '../../core/tasks/validate';
+import { recordValidations } from '../../core/tasks/validation-record';
 import { DockerSandboxProvider } from '../../core/sandbox/provider';
 import { errorMessage } from '../../core/errors';
 import type { CommandDef } from './context';
@@ -25,6 +26,16 @@ export const validateTask: CommandDef = {
             }
           },
         });
+        // The Tasks view shows the last validation of each task from the folder's record.
+        const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(task)) ?? vscode.workspace.workspaceFolders?.[0];
+        if (folder) {
+          try {
+            recordValidations(folder.uri.fsPath, [r]);
+            ctx.tasks.refresh();
+          } catch (err) {
+            ctx.output.warn(`The validation was not recorded in .tbrl/validations.json: ${errorMessage(err)}`);
+          }
+        }
         for (const p of r.problems) ctx.output.error(p);
         for (const w of r.warnings) ctx.output.warn(w);
         const summary = `${r.id ?? task}: ${r.valid ? 'valid' : 'INVALID'} (oracle ${r.oracle.score ?? r.oracle.status}, empty agent ${r.empty.score ?? r.empty.status})`;

@@ -1,6 +1,5 @@
 import * as vscode from 'vscode';
-import { isAbsolute, join } from 'node:path';
-import { filterRuns, findRuns, type RunEntry } from '../discover';
+import { filterRuns, findRuns, runsDirOf, type RunEntry } from '../discover';
 
 /** Trajectories under the runs directory with reward, pass and steps; filterable. */
 export class RunsProvider implements vscode.TreeDataProvider<RunEntry> {
@@ -27,7 +26,7 @@ export class RunsProvider implements vscode.TreeDataProvider<RunEntry> {
   async getChildren(): Promise<RunEntry[]> {
     const folders = vscode.workspace.workspaceFolders ?? [];
     const dir = this.runsDir();
-    const all = (await Promise.all(folders.map((f) => findRuns(isAbsolute(dir) ? dir : join(f.uri.fsPath, dir))))).flat();
+    const all = (await Promise.all(folders.map((f) => findRuns(runsDirOf(f.uri.fsPath, dir))))).flat();
     return this.filter ? filterRuns(all, this.filter) : all;
   }
 
