@@ -1,12 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { Readable } from 'node:stream';
 import { lineAttribution, changedFiles } from '../../src/core/attribution/lines';
 import { decorationModel } from '../../src/core/attribution/decorations';
-import { snapshotChangedFiles, readSnapshotIndex, snapshotFilePath } from '../../src/core/attribution/snapshot';
+import { snapshotChangedFiles, readSnapshotIndex, snapshotFilePath, originalFilePath, changedFileView, type SnapshotIndex } from '../../src/core/attribution/snapshot';
+import { originalImageOf, unknownOriginals, workspaceOriginals, type OriginalContent, type OriginalSource } from '../../src/core/attribution/originals';
 import { singleFileTar } from '../../src/core/sandbox/archive';
 import type { StepRecord, TrajectoryFooter, TrajectoryHeader } from '../../src/core/trajectory/schema';
 import type { FileWrite } from '../../src/core/trace/types';
@@ -103,7 +104,7 @@ test('snapshot copies changed files within the limits and says what it skipped',
       if (!(p in content)) throw Object.assign(new Error(`Could not find the file ${p} in container`), { statusCode: 404 });
       return Readable.from([await singleFileTar(p.split('/').pop()!, Buffer.from(content[p]))]);
     };
-    const index = await snapshotChangedFiles({ getArchive }, steps, dir, { fileBytes: 40, totalBytes: 50 });
+    const index = await snapshotChangedFiles({ getArchive }, steps, dir, { limits: { fileBytes: 40, totalBytes: 50 } });
     assert.deepEqual(index.files.map((f) => [f.path, f.bytes]), [['/app/a.py', 10], ['/app/out.txt', 30]]);
     assert.deepEqual(index.skipped.map((s) => s.path), ['/app/notes.txt', '/app/orig.py', '/app/tmp']);
     assert.match(index.skipped[0].reason, /per-file limit/);
@@ -111,14 +112,150 @@ test('snapshot copies changed files within the limits and says what it skipped',
     assert.match(index.skipped[2].reason, /deleted/);
     assert.equal(readFileSync(snapshotFilePath(dir, '/app/a.py')!, 'utf8'), content['/app/a.py']);
     assert.deepEqual(readSnapshotIndex(dir), index);
+    // Without a source of originals the index says nothing about them (as in runs made before they were kept).
+    assert.ok(index.files.every((f) => f.original === undefined));
+    assert.equal(existsSync(join(dir, 'originals')), false);
     // Container paths stay under files/: ".." past the root is the root, relative paths are refused.
     assert.equal(snapshotFilePath(dir, '/app/../../etc/passwd'), join(dir, 'files', 'etc', 'passwd'));
     assert.equal(snapshotFilePath(dir, '../x'), undefined);
     // A total limit that the second file would cross.
-    const tight = await snapshotChangedFiles({ getArchive }, steps, dir, { fileBytes: 40, totalBytes: 20 });
+    const tight = await snapshotChangedFiles({ getArchive }, steps, dir, { limits: { fileBytes: 40, totalBytes: 20 } });
     assert.deepEqual(tight.files.map((f) => f.path), ['/app/a.py']);
     assert.match(tight.skipped.find((s) => s.path === '/app/out.txt')!.reason, /snapshot limit/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+/** Final contents served like a container's archive; originals from a map, absent when not in it. */
+function fakeRun(final: Record<string, string>, original: Record<string, OriginalContent>) {
+  const getArchive = async (p: string): Promise<Readable> => {
+    if (!(p in final)) throw Object.assign(new Error(`Could not find the file ${p} in container`), { statusCode: 404 });
+    return Readable.from([await singleFileTar(p.split('/').pop()!, Buffer.from(final[p]))]);
+  };
+  const read: string[] = [];
+  const originals: OriginalSource = {
+    read: async (p) => {
+      read.push(p);
+      return original[p] ?? { kind: 'absent' };
+    },
+    close: async () => {},
+  };
+  return { sandbox: { getArchive }, originals, read };
+}
+
+test('snapshot keeps each saved file\'s original: stored, absent (created) or skipped with the reason', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tbrl-orig-'));
+  try {
+    const final = { '/app/a.py': 'x\ny\na\nB\nc\n', '/app/notes.txt': 'n1\nn2\n', '/app/out.txt': '2\n', '/app/orig.py': 'a\nz\nc\n' };
+    const { sandbox, originals, read } = fakeRun(final, {
+      '/app/a.py': { kind: 'other', why: 'directory' },
+      '/app/orig.py': { kind: 'file', content: Buffer.from('a\nb\nc\n') },
+      '/app/out.txt': { kind: 'unknown', why: '/app is bind-mounted' },
+    });
+    const index = await snapshotChangedFiles(sandbox, steps, dir, { originals });
+    // Only files whose final content was saved get an original; the deleted /app/tmp is not read.
+    assert.deepEqual(read, ['/app/a.py', '/app/notes.txt', '/app/out.txt', '/app/orig.py']);
+    const byPath = Object.fromEntries(index.files.map((f) => [f.path, f.original]));
+    assert.deepEqual(byPath['/app/orig.py'], { status: 'stored', bytes: 6 });
+    assert.deepEqual(byPath['/app/notes.txt'], { status: 'absent' });
+    assert.deepEqual(byPath['/app/a.py'], { status: 'skipped', reason: 'not a regular file in the image (directory)' });
+    assert.deepEqual(byPath['/app/out.txt'], { status: 'skipped', reason: '/app is bind-mounted' });
+    assert.equal(readFileSync(originalFilePath(dir, '/app/orig.py')!, 'utf8'), 'a\nb\nc\n');
+    // The final content stays where it was; absent originals leave no file.
+    assert.equal(readFileSync(snapshotFilePath(dir, '/app/orig.py')!, 'utf8'), final['/app/orig.py']);
+    assert.equal(existsSync(originalFilePath(dir, '/app/notes.txt')!), false);
+    assert.deepEqual(readSnapshotIndex(dir), index);
+
+    assert.deepEqual(changedFileView(index, '/app/orig.py'), { kind: 'diff', original: 'stored' });
+    assert.deepEqual(changedFileView(index, '/app/notes.txt'), { kind: 'diff', original: 'empty' });
+    assert.deepEqual(changedFileView(index, '/app/out.txt'), { kind: 'alone', why: 'its original was not kept: /app is bind-mounted' });
+    assert.deepEqual(changedFileView(index, '/app/tmp'), { kind: 'missing', why: 'deleted by the agent' });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('originals count into the snapshot limits, after every final content', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tbrl-orig-limit-'));
+  try {
+    const final = { '/app/a.py': 'a'.repeat(10), '/app/notes.txt': 'n'.repeat(10), '/app/out.txt': 'o'.repeat(10), '/app/orig.py': 'p'.repeat(10) };
+    const { sandbox, originals } = fakeRun(final, {
+      '/app/a.py': { kind: 'file', content: Buffer.from('A'.repeat(41)) },
+      '/app/notes.txt': { kind: 'file', content: Buffer.from('N'.repeat(15)) },
+      '/app/orig.py': { kind: 'file', content: Buffer.from('P'.repeat(15)) },
+    });
+    const index = await snapshotChangedFiles(sandbox, steps, dir, { originals, limits: { fileBytes: 40, totalBytes: 60 } });
+    // 40 bytes of final content first; then notes' 15 fit (55), orig's 15 would not (70).
+    assert.deepEqual(index.files.map((f) => f.path), ['/app/a.py', '/app/notes.txt', '/app/out.txt', '/app/orig.py']);
+    const byPath = Object.fromEntries(index.files.map((f) => [f.path, f.original]));
+    assert.match((byPath['/app/a.py'] as { reason: string }).reason, /^41 bytes, over the 40-byte per-file limit$/);
+    assert.deepEqual(byPath['/app/notes.txt'], { status: 'stored', bytes: 15 });
+    assert.match((byPath['/app/orig.py'] as { reason: string }).reason, /exceed the 60-byte snapshot limit/);
+    assert.equal(existsSync(originalFilePath(dir, '/app/orig.py')!), false);
+    assert.equal(existsSync(originalFilePath(dir, '/app/a.py')!), false);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a source that cannot read originals leaves the final contents and says why per file', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tbrl-orig-fail-'));
+  try {
+    const { sandbox } = fakeRun({ '/app/a.py': 'a\n' }, {});
+    const failing: OriginalSource = { read: async () => { throw new Error('the image img:1 the run started from no longer exists'); }, close: async () => {} };
+    const index = await snapshotChangedFiles(sandbox, steps, dir, { originals: failing });
+    assert.deepEqual(index.files.map((f) => [f.path, f.original]), [['/app/a.py', { status: 'skipped', reason: 'could not be read: the image img:1 the run started from no longer exists' }]]);
+    assert.equal(readFileSync(snapshotFilePath(dir, '/app/a.py')!, 'utf8'), 'a\n');
+    const unknown = await snapshotChangedFiles(sandbox, steps, dir, { originals: unknownOriginals('root image not recorded') });
+    assert.equal(changedFileView(unknown, '/app/a.py').kind, 'alone');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('changedFileView: runs without originals or without a snapshot say why there is no diff', () => {
+  const old: SnapshotIndex = { version: 1, files: [{ path: '/app/a.py', bytes: 3, lastStep: 0 }], skipped: [{ path: '/app/big', reason: 'over the limit' }] };
+  assert.deepEqual(changedFileView(old, '/app/a.py'), { kind: 'alone', why: 'the run was made before the original content of changed files was kept' });
+  assert.deepEqual(changedFileView(old, '/app/big'), { kind: 'missing', why: 'over the limit' });
+  assert.equal(changedFileView(undefined, '/app/a.py').kind, 'missing');
+  assert.match((changedFileView(old, '/app/other') as { why: string }).why, /no traced command/);
+});
+
+test('a copied-in workspace takes its originals from the host folder; a bind-mounted one has none', async () => {
+  const host = mkdtempSync(join(tmpdir(), 'tbrl-orig-ws-'));
+  try {
+    mkdirSync(join(host, 'src'));
+    writeFileSync(join(host, 'src/main.py'), 'print(1)\n');
+    const image: OriginalSource = { read: async (p) => ({ kind: 'file', content: Buffer.from(`image:${p}`) }), close: async () => {} };
+    const copy = workspaceOriginals(image, { hostPath: host, containerPath: '/workspaces/proj/', mode: 'copy' });
+    assert.deepEqual(await copy.read('/workspaces/proj/src/main.py'), { kind: 'file', content: Buffer.from('print(1)\n') });
+    assert.deepEqual(await copy.read('/workspaces/proj/src/new.py'), { kind: 'absent' });
+    assert.deepEqual(await copy.read('/workspaces/proj/src'), { kind: 'other', why: 'directory' });
+    // Outside the workspace (and a sibling folder whose name only starts the same) comes from the image.
+    assert.deepEqual(await copy.read('/etc/hosts'), { kind: 'file', content: Buffer.from('image:/etc/hosts') });
+    assert.deepEqual(await copy.read('/workspaces/project2/x'), { kind: 'file', content: Buffer.from('image:/workspaces/project2/x') });
+    const bind = workspaceOriginals(image, { hostPath: host, containerPath: '/workspaces/proj', mode: 'bind' });
+    const r = await bind.read('/workspaces/proj/src/main.py');
+    assert.equal(r.kind, 'unknown');
+    assert.match((r as { why: string }).why, /bind-mounted/);
+  } finally {
+    rmSync(host, { recursive: true, force: true });
+  }
+});
+
+test('originalImageOf: a fork inherits the root image, also through forks written before the field existed', async () => {
+  const root = { ...header, sandbox: { image: 'tbrl-task/hello:abc', tracing: { available: true } } } as TrajectoryHeader;
+  const fork1 = { ...header, sandbox: { image: 'sha256:checkpoint1', tracing: { available: true } }, forkedFrom: { runId: 'root', step: 1, trajectory: '/runs/root/trajectory.jsonl' } } as TrajectoryHeader;
+  const fork2 = { ...header, sandbox: { image: 'sha256:checkpoint2', tracing: { available: true } }, forkedFrom: { runId: 'f1', step: 0, trajectory: '/runs/f1/trajectory.jsonl' } } as TrajectoryHeader;
+  const headers: Record<string, TrajectoryHeader> = { '/runs/root/trajectory.jsonl': root, '/runs/f1/trajectory.jsonl': fork1 };
+  const readHeader = async (p: string) => headers[p];
+  assert.deepEqual(await originalImageOf(root, readHeader), { name: 'tbrl-task/hello:abc' });
+  assert.deepEqual(await originalImageOf(fork2, readHeader), { name: 'tbrl-task/hello:abc' });
+  // Recorded: taken as is, no reading back.
+  const recorded = { ...fork2, sandbox: { ...fork2.sandbox!, originalImage: { name: 'tbrl-task/hello:abc', id: 'sha256:root' } } };
+  assert.deepEqual(await originalImageOf(recorded, async () => { throw new Error('must not read'); }), { name: 'tbrl-task/hello:abc', id: 'sha256:root' });
+  // A broken chain is unknown rather than the checkpoint.
+  assert.equal(await originalImageOf(fork2, async () => undefined), undefined);
+  assert.equal(await originalImageOf({ ...fork1, forkedFrom: { runId: 'root', step: 1 } }, readHeader), undefined);
 });

@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import type Docker from 'dockerode';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { TbrlError, errorMessage } from '../errors';
@@ -25,7 +26,11 @@ import { computeDepgpo } from '../depgpo/compute';
 import { renderReport } from './report';
 import { computeReward } from '../reward/index';
 import { createProgressRecorder, type ProgressRecorder } from '../synth/progress';
-import { snapshotChangedFiles, SNAPSHOT_DIR } from '../attribution/snapshot';
+import { snapshotChangedFiles, ORIGINALS_DIR, SNAPSHOT_DIR } from '../attribution/snapshot';
+import { containerImage, imageOriginals, originalImageOf, unknownOriginals, workspaceOriginals, type OriginalSource } from '../attribution/originals';
+import { readTrajectory } from '../trajectory/reader';
+import { DockerSandbox } from '../sandbox/docker-sandbox';
+import { connectDocker } from '../sandbox/docker-client';
 import { ImageMissingError } from '../sandbox/errors';
 import { conversationThrough, prepareFork, restoreShellState, type ForkSource, type PreparedFork } from './fork';
 
@@ -206,7 +211,18 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     if (fork) await restoreShellState(sandbox, fork.checkpoint);
     progressRecorder = createProgressRecorder(sandbox, task, { onError: warn });
     const info = sandbox.info;
-    header.sandbox = { image: info.image, ...(info.substitutedFrom ? { substitutedFrom: info.substitutedFrom } : {}), ...(info.workspaceMode ? { workspaceMode: info.workspaceMode } : {}), tracing: info.tracing };
+    const docker = provider instanceof DockerSandboxProvider ? provider.docker : connectDocker().docker;
+    // A fork's container comes from a checkpoint; its files' originals are the root run's image's.
+    const originalImage = fork
+      ? await originalImageOf(fork.source.header, async (p) => (await readTrajectory(resolve(cwd, p))).header)
+      : await containerImage(docker, info.containerId, info.image);
+    header.sandbox = {
+      image: info.image,
+      ...(info.substitutedFrom ? { substitutedFrom: info.substitutedFrom } : {}),
+      ...(info.workspaceMode ? { workspaceMode: info.workspaceMode } : {}),
+      tracing: info.tracing,
+      ...(originalImage ? { originalImage } : {}),
+    };
     if (!info.tracing.available) warn(`Tracing is off (${info.tracing.reason ?? 'unavailable'}): DepGPO will fall back to f_t = 1.`);
     writer = TrajectoryWriter.create(trajectoryPath, header);
     for (const s of fork?.copied ?? []) {
@@ -267,12 +283,17 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     }
     // The container goes away with close(): keep the final content of what the agent changed for the editor.
     if (loop && !options.signal?.aborted) {
+      const originals = originalsOf(header, inner, docker, runId);
       try {
-        const snapshot = await snapshotChangedFiles(sandbox, steps, outDir);
+        const snapshot = await snapshotChangedFiles(sandbox, steps, outDir, { originals });
         const missed = snapshot.skipped.filter((s) => !s.reason.startsWith('deleted'));
         if (missed.length > 0) warn(`Changed files left out of ${SNAPSHOT_DIR}/: ${missed.map((s) => `${s.path} (${s.reason})`).join('; ')}`);
+        const noOriginal = snapshot.files.flatMap((f) => (f.original?.status === 'skipped' ? [`${f.path} (${f.original.reason})`] : []));
+        if (noOriginal.length > 0) warn(`Originals left out of ${ORIGINALS_DIR}/ (those files open without a diff): ${noOriginal.join('; ')}`);
       } catch (err) {
         warn(`The changed files could not be saved: ${errorMessage(err)}`);
+      } finally {
+        await originals.close();
       }
     }
     if (options.beforeClose && loop && !options.signal?.aborted) {
@@ -332,6 +353,15 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     throw err;
   }
   return result;
+}
+
+/** Where the run's changed files' originals are read from: the root image, and the host folder for a copied-in workspace. */
+function originalsOf(header: TrajectoryHeader, inner: Sandbox, docker: Docker, runId: string): OriginalSource {
+  const image = header.sandbox?.originalImage;
+  if (!image) return unknownOriginals(`the image the run started from is not known (the run it was forked from, ${header.forkedFrom?.trajectory ?? 'unknown'}, has no readable header chain back to its root)`);
+  const fromImage = imageOriginals(docker, image, runId);
+  const workspace = inner instanceof DockerSandbox ? inner.workspace : undefined;
+  return workspace ? workspaceOriginals(fromImage, workspace) : fromImage;
 }
 
 /** The container of a fork, with the checkpoint's absence said in terms of what to do about it. */

@@ -18,7 +18,18 @@ export interface TrajectoryHeader {
   verifier?: { mode: string; n: number; model?: string };
   config: Record<string, unknown>;
   versions: { tbrl: string; node: string; promptVersion?: string };
-  sandbox?: { image: string; substitutedFrom?: string; workspaceMode?: 'copy' | 'bind'; tracing: { available: boolean; method?: string; reason?: string } };
+  sandbox?: {
+    image: string;
+    substitutedFrom?: string;
+    workspaceMode?: 'copy' | 'bind';
+    tracing: { available: boolean; method?: string; reason?: string };
+    /**
+     * The image the root run's container was created from (`id` when the daemon said), where the
+     * originals of changed files are read from. A fork's `image` is a checkpoint, so it carries its
+     * source's value. Missing in runs written before originals were kept.
+     */
+    originalImage?: { name: string; id?: string };
+  };
   /** Set when this run was forked from another run's checkpoint. */
   forkedFrom?: { runId: string; step: number; trajectory?: string };
   /** The system prompt the policy saw (so exports and replays can rebuild the exact conversation). */

@@ -13,7 +13,7 @@ const STYLES: Record<DecorationKind, { background: string; border: string }> = {
 };
 
 /**
- * Colours each line of an opened changed file by whether it reached E, writes `step N` after the
+ * Colours each line of an opened changed file (alone, or the right side of its diff) by whether it reached E, writes `step N` after the
  * first line of each block a step wrote, and hovers with the writing command and a link that
  * selects that step in the run's debug session.
  */
@@ -42,7 +42,8 @@ export class AttributionDecorator implements vscode.Disposable {
   async decorate(editor: vscode.TextEditor): Promise<void> {
     if (editor.document.uri.scheme !== CONTAINER_SCHEME) return;
     const parsed = parseContainerUri(editor.document.uri);
-    if (!parsed) return;
+    // The original side of a diff holds the image's lines: nothing on it was written by the run.
+    if (!parsed || parsed.side === 'original') return;
     const trajectory = join(parsed.runDir, 'trajectory.jsonl');
     let attribution: FileAttribution;
     try {

@@ -1,17 +1,17 @@
 import * as vscode from 'vscode';
-import { dirname } from 'node:path';
-import { existsSync } from 'node:fs';
-import { readSnapshotIndex, snapshotFilePath, SNAPSHOT_INDEX } from '../../core/attribution/snapshot';
+import { dirname, posix } from 'node:path';
+import { changedFileView, readSnapshotIndex, SNAPSHOT_INDEX, type SnapshotIndex } from '../../core/attribution/snapshot';
 import { readTrajectory } from '../../core/trajectory/reader';
 import type { CommandContext, CommandDef } from './context';
 import { pickTrajectory } from './pick';
 import { containerUri } from '../attribution/uri';
 
 /**
- * A file the agent changed, as the run left it, with per-line attribution. Arguments: `{trajectory,
- * path}` (links), a "Files changed" variable of the debugger (context menu), or nothing (pick a
- * run, then one of its changed files). The original content from the image is not stored, so
- * there is no diff: the file opens alone.
+ * A file the agent changed, as a diff: the image's content on the left (empty for a file the
+ * agent created), the run's final content on the right with per-line attribution. Arguments:
+ * `{trajectory, path}` (links; `alone: true` opens the final content without the diff), a "Files
+ * changed" variable of the debugger (context menu), or nothing (pick a run, then one of its
+ * changed files). Runs whose original was not kept open the final content alone and say why.
  */
 export const openChangedFile: CommandDef = {
   id: 'tbrl.openChangedFile',
@@ -23,7 +23,8 @@ export const openChangedFile: CommandDef = {
       return false;
     }
     const runDir = dirname(trajectory);
-    let path = fromVariable ?? (arg && typeof arg === 'object' && typeof (arg as { path?: unknown }).path === 'string' ? (arg as { path: string }).path : undefined);
+    const given = !fromVariable && arg && typeof arg === 'object' ? (arg as { path?: unknown; alone?: unknown }) : undefined;
+    let path = fromVariable ?? (typeof given?.path === 'string' ? given.path : undefined);
     const index = readSnapshotIndex(runDir);
     if (!path) {
       if (!index || index.files.length === 0) {
@@ -32,26 +33,39 @@ export const openChangedFile: CommandDef = {
       }
       const choice = await vscode.window.showQuickPick(
         [
-          ...index.files.map((f) => ({ label: f.path, description: `step ${f.lastStep} · ${f.bytes} bytes`, path: f.path as string | undefined })),
+          ...index.files.map((f) => ({ label: f.path, description: `step ${f.lastStep} · ${f.bytes} bytes · ${originalLabel(index, f.path)}`, path: f.path as string | undefined })),
           ...index.skipped.map((s) => ({ label: s.path, description: `not saved: ${s.reason}`, path: undefined })),
         ],
-        { placeHolder: 'Changed file' },
+        { placeHolder: 'Changed file (opens as a diff against the image)' },
       );
       if (!choice?.path) return false;
       path = choice.path;
     }
-    const local = snapshotFilePath(runDir, path);
-    if (!local || !existsSync(local)) {
-      const why = index?.skipped.find((s) => s.path === path)?.reason ?? 'it was not saved with the run (runs made before changed files were kept have none)';
-      void vscode.window.showWarningMessage(`${path} cannot be shown: ${why}.`);
+    const view = changedFileView(index, path);
+    if (view.kind === 'missing') {
+      void vscode.window.showWarningMessage(`${path} cannot be shown: ${view.why}.`);
       return false;
     }
-    const t = await readTrajectory(trajectory);
-    const doc = await vscode.workspace.openTextDocument(containerUri(runDir, t.header.runId, path));
-    await vscode.window.showTextDocument(doc, { preview: false, viewColumn: vscode.ViewColumn.Active });
+    const { header } = await readTrajectory(trajectory);
+    const final = containerUri(runDir, header.runId, path);
+    const name = posix.basename(path);
+    const options: vscode.TextDocumentShowOptions = { preview: false, viewColumn: vscode.ViewColumn.Active };
+    if (view.kind === 'diff' && given?.alone !== true) {
+      // Short: the tab sits under the debug toolbar otherwise; the breadcrumb names the run.
+      const title = view.original === 'empty' ? `${name} (created by the run)` : `${name} (image ↔ run)`;
+      await vscode.commands.executeCommand('vscode.diff', containerUri(runDir, header.runId, path, 'original'), final, title, options);
+      return true;
+    }
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(final), options);
+    if (view.kind === 'alone') void vscode.window.showInformationMessage(`No diff for ${path}: ${view.why}. Showing the content the run left.`);
     return true;
   },
 };
+
+function originalLabel(index: SnapshotIndex, path: string): string {
+  const view = changedFileView(index, path);
+  return view.kind === 'diff' ? (view.original === 'empty' ? 'created' : 'diff with the image') : 'no diff';
+}
 
 /** Selects a step in the run's debug session (the link in a changed file's hover). */
 export const selectStep: CommandDef = {

@@ -1,8 +1,11 @@
 import type { Page } from 'playwright-core';
 
-/** The active text editor as a user sees it: its tab, its lines, and text decorations drawn after lines. */
+/**
+ * The active text editor as a user sees it: its tab, its lines, and text decorations drawn after
+ * lines. `editor` selects which Monaco editor (e.g. one side of a diff; see diff-editor.ts).
+ */
 export class Editor {
-  constructor(readonly page: Page) {}
+  constructor(readonly page: Page, readonly editor = '.editor-group-container.active .monaco-editor') {}
 
   async waitForTab(title: string, timeout = 20_000): Promise<void> {
     await this.page.locator('.tabs-container .tab.active', { hasText: title }).first().waitFor({ timeout });
@@ -13,8 +16,8 @@ export class Editor {
    * generated content, so it is read from the computed ::after/::before style, not the DOM text).
    */
   async afterText(lineStart: string): Promise<string[]> {
-    return this.page.evaluate((start) => {
-      const editor = document.querySelector('.editor-group-container.active .monaco-editor') ?? document;
+    return this.page.evaluate(([start, selector]) => {
+      const editor = document.querySelector(selector) ?? document;
       const lines = Array.from(editor.querySelectorAll('.view-lines .view-line')).filter((l) => (l.textContent ?? '').replace(/\u00a0/g, ' ').startsWith(start));
       const out: string[] = [];
       for (const line of lines) {
@@ -26,7 +29,7 @@ export class Editor {
         }
       }
       return out;
-    }, lineStart);
+    }, [lineStart, this.editor] as const);
   }
 
   async activateTab(title: string): Promise<void> {
@@ -37,7 +40,7 @@ export class Editor {
   /** Rests the mouse on the text of the visible line starting with `lineStart` until its hover shows. */
   async hoverLine(lineStart: string, timeout = 10_000): Promise<void> {
     // Editors of background tabs stay in the DOM, hidden: take the visible line.
-    const line = this.page.locator('.editor-group-container.active .monaco-editor .view-lines .view-line:visible', { hasText: lineStart }).first();
+    const line = this.page.locator(`${this.editor} .view-lines .view-line:visible`, { hasText: lineStart }).first();
     await line.waitFor({ state: 'visible', timeout });
     const box = await line.boundingBox();
     if (!box) throw new Error(`The line starting "${lineStart}" is not visible`);
