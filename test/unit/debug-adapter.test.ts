@@ -181,6 +181,14 @@ test('the current turn is a virtual source with its observation; selecting a ste
   await assert.rejects(dc.customRequest('tbrl/selectStep', { step: 99 }), /Step 99 is outside this run \(0\.\.9\)/);
 });
 
+test('a replay has no waiting turn to decide: tbrl/pendingTurn answers null, tbrl/decide refuses, tbrl/stopped names the trajectory', async () => {
+  const stoppedEvent = dc.waitForEvent('tbrl/stopped');
+  await launch({});
+  assert.deepEqual((await stoppedEvent).body, { step: 0, pending: false, trajectory });
+  assert.deepEqual((await dc.customRequest('tbrl/pendingTurn')).body, { pending: null });
+  await assert.rejects(dc.customRequest('tbrl/decide', { action: 'accept' }), /No turn is waiting/);
+});
+
 test('a missing trajectory is reported with its cause, not a crash', async () => {
   await dc.initializeRequest();
   await assert.rejects(dc.launchRequest({ trajectory: join(dir, 'nope.jsonl') } as DebugProtocol.LaunchRequestArguments), /Cannot read the trajectory .*nope\.jsonl/);

@@ -58,3 +58,14 @@ test('an unanswered request times out with a reason, and dispose rejects what is
   closing.dispose();
   await assert.rejects(p, /connection was closed/);
 });
+
+test('a request given its own timeout outlives the endpoint default (0 waits for a handler that waits for the user)', async () => {
+  const [host, view] = pair(20);
+  host.onRequest(Add, async ({ a, b }) => {
+    await new Promise((r) => setTimeout(r, 60));
+    return a + b;
+  });
+  await assert.rejects(view.sendRequest(Add, { a: 1, b: 1 }), /within 20 ms/);
+  assert.equal(await view.sendRequest(Add, { a: 2, b: 3 }, 0), 5);
+  assert.equal(await view.sendRequest(Add, { a: 2, b: 4 }, 500), 6);
+});

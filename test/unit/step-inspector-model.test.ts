@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseTrajectory } from '../../src/core/trajectory/reader';
-import { buildStepView } from '../../webview/step-inspector/model';
+import { buildPendingStepView, buildStepView } from '../../webview/step-inspector/model';
+import type { PendingTurnInfo } from '../../src/extension/debug/decisions';
 import { syntheticTrajectory } from '../helpers/trajectory-fixture';
 import type { StepRecord, TrajectoryFooter } from '../../src/core/trajectory/schema';
 
@@ -60,4 +61,39 @@ test('Φ points follow the steps (the fixture drops at step 6) and mark the curr
   assert.equal(v.phi.current, 3);
   const noPhi = t.steps.map((s) => ({ ...s, phi: undefined }));
   assert.deepEqual(buildStepView('r', noPhi, t.footer, 3).phi.points, []);
+});
+
+test('a waiting turn: its candidates and verifier decision from the session, none executed, the recorded steps for Φ', () => {
+  const waiting: PendingTurnInfo = {
+    step: 3,
+    text: '<bash>\ncmd: pytest\n</bash>',
+    candidates: [{ text: '<bash>\ncmd: ls\n</bash>', parses: true }, { text: '<bash>\ncmd: pytest\n</bash>', parses: true, completionTokens: 7 }, { text: 'oops', parses: false }],
+    chosen: 1,
+    decision: { mode: 'pointwise', chosen: 1, scores: [0.5, 0.9, 0], margin: 0.4, calls: 2, outputTokens: 20, parallelOutputTokens: 10 },
+  };
+  // The file may already hold more steps than the session (a fork's copied steps); only the ones before the turn count.
+  const v = buildPendingStepView(t.header.runId, t.steps, undefined, waiting);
+  assert.equal(v.step, 3);
+  assert.deepEqual(v.pending, { chosen: 1 });
+  assert.deepEqual(v.candidates.map((c) => [c.index, c.score, c.rank, c.chosen, c.executed, c.parses]), [[0, 0.5, 2, false, false, true], [1, 0.9, 1, true, false, true], [2, 0, 3, false, false, false]]);
+  assert.equal(v.decision?.mode, 'pointwise');
+  assert.equal(v.human, undefined);
+  assert.deepEqual(v.phi.points.map((p) => p.step), [0, 1, 2], 'Φ of the steps that ran, not of the waiting one');
+  assert.equal(v.phi.current, 3);
+  assert.match(v.reward.missing ?? '', /not finished/);
+  assert.equal(buildStepView(t.header.runId, t.steps, t.footer, 3).pending, undefined, 'a recorded step is not waiting');
+
+  const noVerifier = buildPendingStepView('r', [], undefined, { step: 0, text: 'x', candidates: [{ text: 'x', parses: true }], chosen: 0 });
+  assert.deepEqual(noVerifier.candidates.map((c) => [c.chosen, c.score]), [[true, undefined]], 'without a verifier the proposed turn is still the one accepting runs');
+  assert.deepEqual(noVerifier.pending, { chosen: 0 });
+});
+
+test('a human pick (recorded by the agent loop as an edit to a candidate\'s text) shows as a pick of that candidate', () => {
+  const s: StepRecord = { ...t.steps[0], chosenText: t.steps[0].candidates[1].text, human: { action: 'edit', chosen: 0, editedFrom: t.steps[0].candidates[0].text } };
+  const v = buildStepView('r', [s], undefined, 0);
+  assert.equal(v.human, 'a human picked candidate 1');
+  assert.deepEqual(v.candidates.map((c) => [c.chosen, c.executed]), [[true, false], [false, true]]);
+  const edited = buildStepView('r', [{ ...s, chosenText: '<bash>\ncmd: echo mine\n</bash>' }], undefined, 0);
+  assert.equal(edited.human, 'edited by a human (from candidate 0)');
+  assert.deepEqual(edited.candidates.map((c) => c.executed), [false, false]);
 });

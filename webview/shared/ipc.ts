@@ -43,13 +43,14 @@ export class Endpoint {
 
   constructor(private readonly post: (message: WireMessage) => void, private readonly timeoutMs = 30_000) {}
 
-  sendRequest<P, R>(type: RequestType<P, R>, params: P): Promise<R> {
+  /** `timeoutMs` 0 waits as long as it takes: for a request whose handler waits for the user (an input box). */
+  sendRequest<P, R>(type: RequestType<P, R>, params: P, timeoutMs = this.timeoutMs): Promise<R> {
     const id = this.nextId++;
     return new Promise<R>((resolve, reject) => {
-      const timer = this.timeoutMs > 0 ? setTimeout(() => {
+      const timer = timeoutMs > 0 ? setTimeout(() => {
         this.waiting.delete(id);
-        reject(new Error(`No reply to ${type.method} within ${this.timeoutMs} ms: the other side is not listening (panel closed or reloaded).`));
-      }, this.timeoutMs) : undefined;
+        reject(new Error(`No reply to ${type.method} within ${timeoutMs} ms: the other side is not listening (panel closed or reloaded).`));
+      }, timeoutMs) : undefined;
       this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
       this.post({ tbrl: 1, type: 'request', id, method: type.method, params });
     });

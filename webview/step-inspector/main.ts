@@ -4,7 +4,7 @@ import { interpolateRdBu } from 'd3-scale-chromatic';
 import { line } from 'd3-shape';
 import { axisBottom, axisLeft } from 'd3-axis';
 import { Endpoint } from '../shared/ipc';
-import { GetStep, SelectStep, StepShown, type InspectorPayload, type StepInspectorState, type StepView } from './protocol';
+import { Decide, Decided, GetStep, SelectStep, StepShown, type InspectorPayload, type StepInspectorState, type StepView, type TurnChoice } from './protocol';
 
 interface VsCodeApi {
   postMessage(message: unknown): void;
@@ -49,6 +49,10 @@ header.append(title, meta, expand);
 const status = el('div', 'status');
 status.id = 'status';
 const candidates = section('candidates', 'Candidates');
+// Shown only while the inspected step is a turn waiting to run: the choices that are not a card.
+const decideBar = el('div', 'decide-bar');
+decideBar.id = 'decide';
+candidates.insertBefore(decideBar, candidates.querySelector('.content'));
 const matrix = section('matrix', 'Pairwise matrix (row preferred over column)');
 const reward = section('reward', 'Reward');
 const phi = section('phi', 'Φ (progress potential)');
@@ -67,14 +71,27 @@ function content(s: HTMLElement): HTMLElement {
   return c;
 }
 
+/** The outcome of the last decision stays in the status line across the stops of that run that follow it. */
+let lastDecision: { runId: string; message: string } | undefined;
+let shown: StepView | undefined;
+
+function setStatus(text: string, ok = false): void {
+  status.textContent = text;
+  status.classList.toggle('ok', ok);
+}
+
 function render(p: InspectorPayload): void {
   const v = p.view;
+  shown = v;
   document.body.dataset.step = String(v.step);
-  title.textContent = `Step ${v.step} of ${v.steps}`;
+  document.body.dataset.pending = v.pending ? 'true' : 'false';
+  title.textContent = v.pending ? `Step ${v.step} · waiting to run` : `Step ${v.step} of ${v.steps}`;
   const d = v.decision;
   meta.textContent = [v.runId, d ? `verifier ${d.mode}, margin ${fmt(d.margin)}, ${d.calls} call(s), ${d.outputTokens} tokens` : 'no verifier decision',
     d?.fallback ? `fallback: ${d.fallback}` : '', d?.degradedFrom ? `degraded from ${d.degradedFrom}` : '', v.human ?? ''].filter(Boolean).join(' · ');
-  status.textContent = '';
+  const decided = lastDecision?.runId === v.runId ? lastDecision.message : undefined;
+  setStatus(decided ?? '', decided !== undefined);
+  renderDecideBar(v);
   renderCandidates(v);
   renderMatrix(v);
   renderReward(v);
@@ -90,10 +107,54 @@ function renderCandidates(v: StepView): void {
     card.dataset.index = String(cand.index);
     const head = el('div', 'head');
     head.append(el('span', 'name', `#${cand.index}`), el('span', 'score', `score ${fmt(cand.score)}`), el('span', 'rank', cand.rank ? `rank ${cand.rank}` : ''));
-    const tags = [cand.chosen ? 'verifier pick' : '', cand.executed ? 'executed' : '', cand.parses ? '' : 'does not parse', cand.tokens !== undefined ? `${cand.tokens} tok` : ''].filter(Boolean);
-    for (const t of tags) head.append(el('span', `tag${t === 'verifier pick' ? ' pick' : ''}`, t));
+    // Without a verifier (n = 1) a waiting turn's chosen card is just the policy's proposal.
+    const pickTag = v.decision ? 'verifier pick' : 'proposed';
+    const tags = [cand.chosen ? pickTag : '', cand.executed ? 'executed' : '', cand.parses ? '' : 'does not parse', cand.tokens !== undefined ? `${cand.tokens} tok` : ''].filter(Boolean);
+    for (const t of tags) head.append(el('span', `tag${t === pickTag ? ' pick' : ''}`, t));
     card.append(head, el('pre', 'text', cand.text));
+    if (v.pending) {
+      const accept = cand.index === v.pending.chosen;
+      card.append(decideButton(accept ? (v.decision ? 'Accept verifier\'s pick' : 'Run this (proposed)') : 'Run this', accept ? { action: 'accept' } : { action: 'pick', candidate: cand.index }, 'run'));
+    }
     c.append(card);
+  }
+}
+
+function renderDecideBar(v: StepView): void {
+  decideBar.replaceChildren();
+  decideBar.hidden = !v.pending;
+  if (!v.pending) return;
+  decideBar.append(el('span', 'prompt', 'Not run yet: choose what runs.'), decideButton('Edit…', { action: 'edit' }, 'edit'), decideButton('Stop run', { action: 'stop' }, 'stop'));
+}
+
+function decideButton(label: string, choice: TurnChoice, cls: string): HTMLButtonElement {
+  const b = el('button', `decide ${cls}`, label);
+  b.type = 'button';
+  b.dataset.action = choice.action;
+  if (choice.action === 'pick') b.dataset.candidate = String(choice.candidate);
+  b.addEventListener('click', () => void decide(choice));
+  return b;
+}
+
+function setDecideEnabled(enabled: boolean): void {
+  document.querySelectorAll<HTMLButtonElement>('button.decide').forEach((b) => { b.disabled = !enabled; });
+}
+
+async function decide(choice: TurnChoice): Promise<void> {
+  const v = shown;
+  if (!v?.pending) return;
+  // One decision per turn: every button goes grey until the adapter refused (then the choice is open again).
+  setDecideEnabled(false);
+  setStatus(choice.action === 'edit' ? `Step ${v.step}: edit the turn in the input box…` : `Step ${v.step}: sending…`, true);
+  try {
+    // No timeout: an edit waits for the user in the input box.
+    const r = await ipc.sendRequest(Decide, { step: v.step, choice }, 0);
+    if (r.sent) lastDecision = { runId: v.runId, message: r.message };
+    setStatus(r.message, r.sent);
+    if (!r.sent && shown === v) setDecideEnabled(true);
+  } catch (err) {
+    setStatus(`The decision was not sent: ${(err as Error).message}`);
+    if (shown === v) setDecideEnabled(true);
   }
 }
 
@@ -169,6 +230,12 @@ function renderPhi(v: StepView): void {
 }
 
 ipc.onNotification(StepShown, render);
+ipc.onNotification(Decided, ({ step, message }) => {
+  if (shown) lastDecision = { runId: shown.runId, message };
+  // The next stop may already be shown (its buttons stay): the message still says what was decided.
+  setStatus(message, true);
+  if (shown?.pending && shown.step === step) setDecideEnabled(false);
+});
 ipc.sendRequest(GetStep, undefined).then((r) => {
   if ('empty' in r) status.textContent = r.empty;
   else render(r);

@@ -1,4 +1,5 @@
 import type { RewardRecord, StepRecord, TrajectoryFooter } from '../../src/core/trajectory/schema';
+import type { PendingTurnInfo } from '../../src/extension/debug/decisions';
 
 /**
  * The step inspector's view of one step, computed on the extension side from trajectory records
@@ -48,6 +49,11 @@ export interface StepView {
   matrix?: MatrixView;
   reward: { rows: RewardRow[]; missing?: string };
   phi: { points: Array<{ step: number; phi: number }>; current?: number };
+  /**
+   * Set when the step is a turn waiting to run in a live session (nothing of it has run): the
+   * inspector offers the decision. `chosen` is the candidate that runs if the human accepts.
+   */
+  pending?: { chosen: number };
 }
 
 export function buildStepView(runId: string, steps: readonly StepRecord[], footer: TrajectoryFooter | undefined, stepIndex: number): StepView {
@@ -57,7 +63,10 @@ export function buildStepView(runId: string, steps: readonly StepRecord[], foote
   const reward = rewardRows(footer?.reward, footer === undefined);
   if (!step) return { runId, step: 0, steps: 0, candidates: [], reward, phi };
   const d = step.decision;
-  const executed = step.human ? step.human.chosen : d?.chosen ?? step.candidates.findIndex((c) => c.text === step.chosenText);
+  // The agent loop records any replaced turn as an edit; one whose text is a candidate's was a pick of that candidate.
+  const pickedByHuman = step.human?.action === 'edit' ? step.candidates.findIndex((c) => c.text === step.chosenText) : -1;
+  const human = pickedByHuman >= 0 ? { action: 'pick' as const, chosen: pickedByHuman } : step.human;
+  const executed = human ? human.chosen : d?.chosen ?? step.candidates.findIndex((c) => c.text === step.chosenText);
   const order = d ? [...d.scores.keys()].sort((a, b) => d.scores[b] - d.scores[a]) : [];
   const candidates = step.candidates.map((c, k): CandidateView => ({
     index: k,
@@ -67,19 +76,34 @@ export function buildStepView(runId: string, steps: readonly StepRecord[], foote
     parses: c.parses,
     tokens: c.completionTokens,
     chosen: d ? d.chosen === k : false,
-    executed: executed === k && step.human?.action !== 'edit',
+    executed: executed === k && human?.action !== 'edit',
   }));
   return {
     runId,
     step: step.index,
     steps: steps.length,
     decision: d && { mode: d.mode, chosen: d.chosen, margin: d.margin, calls: d.calls, outputTokens: d.outputTokens, fallback: d.fallback, degradedFrom: d.degradedFrom },
-    human: step.human && (step.human.action === 'edit' ? `edited by a human (from candidate ${step.human.chosen})` : step.human.action === 'pick' ? `a human picked candidate ${step.human.chosen}` : 'a human accepted the verifier\'s pick'),
+    human: human && (human.action === 'edit' ? `edited by a human (from candidate ${human.chosen})` : human.action === 'pick' ? `a human picked candidate ${human.chosen}` : 'a human accepted the verifier\'s pick'),
     candidates,
     matrix: d?.mode === 'pairwise' && d.matrix ? matrixView(d.matrix) : undefined,
     reward,
     phi,
   };
+}
+
+/**
+ * The view of a turn waiting to run in a live session: its candidates and verifier decision come
+ * from the debug session (the trajectory has no record of it yet), the reward and Φ from the
+ * steps recorded so far. No candidate is marked executed: none has run.
+ */
+export function buildPendingStepView(runId: string, steps: readonly StepRecord[], footer: TrajectoryFooter | undefined, turn: PendingTurnInfo): StepView {
+  const waiting: StepRecord = {
+    type: 'step', index: turn.step, startedAt: '', durationMs: 0, candidates: turn.candidates, ...(turn.decision ? { decision: turn.decision } : {}),
+    chosenText: turn.text, actions: [], parseErrors: [], usage: { promptTokens: 0, completionTokens: 0 }, todos: [], scratchpad: [],
+  };
+  const recorded = steps.filter((s) => s.index < turn.step);
+  const v = buildStepView(runId, [...recorded, waiting], footer, recorded.length);
+  return { ...v, candidates: v.candidates.map((c) => ({ ...c, chosen: c.index === turn.chosen, executed: false })), pending: { chosen: turn.chosen } };
 }
 
 function matrixView(m: number[][]): MatrixView {

@@ -1,4 +1,4 @@
-import { DebugSession, Handles, InitializedEvent, OutputEvent, Scope, Source, StackFrame, StoppedEvent, TerminatedEvent, Thread, Breakpoint, Event } from '@vscode/debugadapter';
+import { ContinuedEvent, DebugSession, Handles, InitializedEvent, OutputEvent, Scope, Source, StackFrame, StoppedEvent, TerminatedEvent, Thread, Breakpoint, Event } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { readTrajectory } from '../../core/trajectory/reader';
 import type { StepRecord, TrajectoryFooter, TrajectoryHeader } from '../../core/trajectory/schema';
@@ -11,6 +11,7 @@ import { candidatesScope, filesScope, runScope, stateScope, stepScope, type VarN
 import type { LaunchArgs } from './launch-args';
 import { removeRunCheckpoints, startLiveRun, type LiveRun, type HumanDecision } from './live';
 import type { ForkSource } from '../../core/run/fork';
+import type { PendingTurnInfo } from './decisions';
 
 const THREAD_ID = 1;
 
@@ -192,7 +193,8 @@ export class TbrlDebugSession extends DebugSession {
     ev.body.text = description;
     if (hit) ev.body.hitBreakpointIds = [this.functionBreakpoints.indexOf(hit) + 1].filter((n) => n > 0);
     this.sendEvent(ev);
-    this.sendEvent(new Event('tbrl/stopped', { step: index, pending: this.pending !== undefined && index === this.steps.length }));
+    // The trajectory too: a live run announces its file only when it ends (tbrl/loaded), and panels follow stops by trajectory.
+    this.sendEvent(new Event('tbrl/stopped', { step: index, pending: this.pending !== undefined && index === this.steps.length, trajectory: this.trajectoryPath }));
   }
 
   /** Replay forward from `from` (exclusive) to the next breakpoint hit, else to the last step. */
@@ -462,6 +464,13 @@ export class TbrlDebugSession extends DebugSession {
       response.body = { current: this.current, steps: this.steps.length, pending: this.pending ? this.pending.step : null, runId: this.header?.runId, live: this.live !== undefined, trajectory: this.trajectoryPath };
       return this.sendResponse(response);
     }
+    if (command === 'tbrl/pendingTurn') {
+      // The waiting turn is in no trajectory yet: the step inspector shows its candidates from here.
+      const p = this.pending;
+      const pending: PendingTurnInfo | null = p ? { step: p.step, text: p.turn.text, candidates: p.turn.policyTurn.candidates, chosen: p.turn.policyTurn.chosen, decision: p.turn.policyTurn.decision } : null;
+      response.body = { pending };
+      return this.sendResponse(response);
+    }
     if (command === 'tbrl/decide') return void this.decide(response, args as unknown as HumanDecision);
     this.fail(response, 1014, `Unknown request ${command}.`);
   }
@@ -489,6 +498,8 @@ export class TbrlDebugSession extends DebugSession {
     }
     this.sendResponse(response);
     this.resolvePending(decision, d.action !== 'stop' && d.stopAfter === true);
+    // Unlike continue, a custom request does not tell VS Code the thread runs: without this it keeps the old stop's details.
+    this.sendEvent(new ContinuedEvent(THREAD_ID));
   }
 
   /** Error replies carry plain text: the DAP formatter treats braces in a format (JSON examples, ${workspaceFolder}) as placeholders. */

@@ -1,16 +1,19 @@
 import * as vscode from 'vscode';
 import { Endpoint } from '../../../webview/shared/ipc';
-import { GetStep, SelectStep, StepShown, type InspectorPayload } from '../../../webview/step-inspector/protocol';
-import { buildStepView } from '../../../webview/step-inspector/model';
+import { Decide, Decided, GetStep, SelectStep, StepShown, type InspectorPayload } from '../../../webview/step-inspector/protocol';
+import { buildPendingStepView, buildStepView } from '../../../webview/step-inspector/model';
 import { readTrajectory } from '../../core/trajectory/reader';
 import { errorMessage } from '../../core/errors';
 import { webviewHtml, webviewOptions } from '../webview/html';
 import type { DebugTracker } from '../debug/tracker';
+import { decideTurn, pendingTurnOf } from '../debug/decide-turn';
+import type { PendingTurnInfo } from '../debug/decisions';
 
 /**
  * One step-inspector panel at a time. It follows whichever tbrl debug session stops (the step
  * the debugger shows is the step inspected); the webview asks for the step itself (GetStep) when
- * it loads, so after VS Code discards a hidden webview it comes back with the current step.
+ * it loads, so after VS Code discards a hidden webview it comes back with the current step. When
+ * that step is the turn a live run waits before, its cards decide it (Decide → tbrl/decide).
  */
 export class StepInspectorPanel {
   static current?: StepInspectorPanel;
@@ -49,6 +52,17 @@ export class StepInspectorPanel {
       await session.customRequest('tbrl/selectStep', { step: target });
       return { selected: true };
     });
+    this.ipc.onRequest(Decide, async ({ step: waiting, choice }) => {
+      const session = this.tracker.sessionFor(this.trajectory);
+      if (!session) return { sent: false, message: 'The debug session of this run is not the active one (or has ended), so no turn of it can be decided here.' };
+      // The click made the inspector's group active, and the next stop opens its turn in the active group: not over the inspector.
+      await vscode.commands.executeCommand('workbench.action.focusFirstEditorGroup');
+      return decideTurn(this.tracker, session, choice, waiting);
+    });
+    // Decided through the quick pick too: the cards must stop offering a choice that was made.
+    this.disposables.push(tracker.onDecided(({ session, step: decided, message }) => {
+      if (this.tracker.trajectoryOf(session) === this.trajectory) this.ipc.sendNotification(Decided, { step: decided, message });
+    }));
     // Any tbrl session that stops is followed: the inspector is about "the step I am looking at".
     this.disposables.push(tracker.onStopped(({ trajectory, step: stopped }) => {
       if (trajectory) void this.showStep(trajectory, stopped);
@@ -69,7 +83,22 @@ export class StepInspectorPanel {
   private async payload(): Promise<InspectorPayload> {
     // Read each time: a live run's trajectory grows by a step at every stop.
     const t = await readTrajectory(this.trajectory);
-    return { trajectory: this.trajectory, view: buildStepView(t.header.runId, t.steps, t.footer, this.step) };
+    const waiting = await this.waitingTurn();
+    const view = waiting ? buildPendingStepView(t.header.runId, t.steps, t.footer, waiting) : buildStepView(t.header.runId, t.steps, t.footer, this.step);
+    return { trajectory: this.trajectory, view };
+  }
+
+  /** The inspected step when it is the turn a live session waits before (its candidates are only in the session). */
+  private async waitingTurn(): Promise<PendingTurnInfo | undefined> {
+    const session = this.tracker.sessionFor(this.trajectory);
+    if (!session) return undefined;
+    try {
+      const turn = await pendingTurnOf(session);
+      return turn?.step === this.step ? turn : undefined;
+    } catch {
+      // A session that cannot say (it is ending) has no turn to decide: show the recorded steps.
+      return undefined;
+    }
   }
 
   async showStep(trajectory: string, step: number): Promise<void> {
