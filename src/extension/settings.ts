@@ -5,8 +5,17 @@
  * they live in SecretStorage (see secrets.ts). This module does not import vscode, so the reader is
  * unit-tested against the manifest.
  */
+/** A named endpoint + model (`tbrl.model.profiles`): what a launch configuration's `"profile"` selects. */
+export interface ModelProfile {
+  baseUrl: string;
+  name: string;
+  n?: number;
+  temperature?: number;
+  verifier?: string;
+}
+
 export interface TbrlSettings {
-  model: { baseUrl: string; name: string; n: number; temperature?: number };
+  model: { baseUrl: string; name: string; n: number; temperature?: number; profiles: Record<string, ModelProfile>; profile: string };
   verifier: { mode: string };
   limits: { maxSteps: number; maxTimeSec: number };
   runsDir: string;
@@ -22,6 +31,8 @@ export const SETTING_DEFAULTS = {
   'model.name': '',
   'model.n': 1,
   'model.temperature': null,
+  'model.profiles': {},
+  'model.profile': '',
   'verifier.mode': 'none',
   'limits.maxSteps': 50,
   'limits.maxTimeSec': 1800,
@@ -76,9 +87,15 @@ export function readSettings(get: (key: string) => unknown): { settings: TbrlSet
       else problems.push(`tbrl.sandbox.baseImageMap["${k}"] must be an image name string, e.g. "python:3.13-slim": "tbrl-standin/python:3".`);
     }
   }
+  const profiles = readProfiles(get('model.profiles'), problems);
+  let profile = str('model.profile');
+  if (profile && !profiles[profile]) {
+    problems.push(`tbrl.model.profile "${profile}" is not in tbrl.model.profiles (${Object.keys(profiles).join(', ') || 'none defined'}); using tbrl.model.baseUrl / tbrl.model.name.`);
+    profile = '';
+  }
   return {
     settings: {
-      model: { baseUrl: str('model.baseUrl'), name: str('model.name'), n: int('model.n', 1), ...(temperature !== undefined ? { temperature } : {}) },
+      model: { baseUrl: str('model.baseUrl'), name: str('model.name'), n: int('model.n', 1), ...(temperature !== undefined ? { temperature } : {}), profiles, profile },
       verifier: { mode },
       limits: { maxSteps: int('limits.maxSteps', 1), maxTimeSec: int('limits.maxTimeSec', 1) },
       runsDir: str('runsDir') || 'runs',
@@ -90,3 +107,76 @@ export function readSettings(get: (key: string) => unknown): { settings: TbrlSet
     problems,
   };
 }
+
+const PROFILE_EXAMPLE = '"tbrl.model.profiles": {"local": {"baseUrl": "http://localhost:8000/v1", "name": "qwen3-8b", "n": 4, "verifier": "pairwise"}}';
+
+function readProfiles(raw: unknown, problems: string[]): Record<string, ModelProfile> {
+  const out: Record<string, ModelProfile> = {};
+  if (raw === undefined || raw === null) return out;
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    problems.push(`tbrl.model.profiles must be an object of named profiles, e.g. ${PROFILE_EXAMPLE}.`);
+    return out;
+  }
+  for (const [name, value] of Object.entries(raw as Record<string, unknown>)) {
+    const p = value as Partial<Record<keyof ModelProfile, unknown>> | null;
+    const bad: string[] = [];
+    if (typeof p !== 'object' || p === null || Array.isArray(p)) bad.push('it is not an object');
+    else {
+      if (typeof p.baseUrl !== 'string' || !p.baseUrl) bad.push('"baseUrl" must be a non-empty string');
+      if (typeof p.name !== 'string' || !p.name) bad.push('"name" must be a non-empty string');
+      if (p.n !== undefined && (typeof p.n !== 'number' || !Number.isInteger(p.n) || p.n < 1)) bad.push('"n" must be a whole number >= 1');
+      if (p.temperature !== undefined && (typeof p.temperature !== 'number' || p.temperature < 0 || p.temperature > 2)) bad.push('"temperature" must be a number in [0, 2]');
+      if (p.verifier !== undefined && !(VERIFIER_MODE_VALUES as readonly unknown[]).includes(p.verifier)) bad.push(`"verifier" must be one of ${VERIFIER_MODE_VALUES.join(', ')}`);
+    }
+    if (bad.length) {
+      problems.push(`tbrl.model.profiles["${name}"] is ignored: ${bad.join('; ')}. Example: ${PROFILE_EXAMPLE}.`);
+      continue;
+    }
+    const q = p as ModelProfile;
+    out[name] = { baseUrl: q.baseUrl, name: q.name, ...(q.n !== undefined ? { n: q.n } : {}), ...(q.temperature !== undefined ? { temperature: q.temperature } : {}), ...(q.verifier !== undefined ? { verifier: q.verifier } : {}) };
+  }
+  return out;
+}
+
+/** The SecretStorage key of a profile's API key; the plain tbrl.model.* endpoint uses the first. */
+export const API_KEY_SECRET = 'tbrl.model.apiKey';
+export const profileSecret = (profile: string | undefined): string => (profile ? `${API_KEY_SECRET}/${profile}` : API_KEY_SECRET);
+
+/** A profile's own key, else the default one (one key often serves several models of an endpoint). */
+export async function apiKeyFor(profile: string | undefined, secret: (key: string) => PromiseLike<string | undefined>): Promise<string | undefined> {
+  return (profile ? await secret(profileSecret(profile)) : undefined) ?? (await secret(API_KEY_SECRET)) ?? undefined;
+}
+
+export interface ResolvedModel {
+  /** The profile used, if any. */
+  profile?: string;
+  baseUrl: string;
+  name: string;
+  n: number;
+  temperature?: number;
+  verifier: string;
+}
+
+/**
+ * The endpoint a run uses: the named profile (a launch configuration's "profile", else the
+ * tbrl.model.profile setting) over the plain tbrl.model.* / tbrl.verifier.mode settings.
+ */
+export function resolveModel(settings: TbrlSettings, profile?: string): ResolvedModel | { error: string } {
+  const name = profile ?? (settings.model.profile || undefined);
+  const base: ResolvedModel = {
+    baseUrl: settings.model.baseUrl,
+    name: settings.model.name,
+    n: settings.model.n,
+    ...(settings.model.temperature !== undefined ? { temperature: settings.model.temperature } : {}),
+    verifier: settings.verifier.mode,
+  };
+  if (name === undefined) return base;
+  const p = settings.model.profiles[name];
+  if (!p) {
+    const known = Object.keys(settings.model.profiles);
+    return { error: `Model profile "${name}" is not in tbrl.model.profiles (${known.length ? `known: ${known.join(', ')}` : 'none is defined'}). Add it to your settings, e.g. ${PROFILE_EXAMPLE.replace('"local"', JSON.stringify(name))}, or remove "profile" from the launch configuration.` };
+  }
+  const temperature = p.temperature ?? base.temperature;
+  return { profile: name, baseUrl: p.baseUrl, name: p.name, n: p.n ?? base.n, ...(temperature !== undefined ? { temperature } : {}), verifier: p.verifier ?? base.verifier };
+}
+

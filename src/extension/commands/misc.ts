@@ -2,16 +2,29 @@ import * as vscode from 'vscode';
 import { join } from 'node:path';
 import type { TaskEntry } from '../discover';
 import type { CommandDef } from './context';
-import { API_KEY_SECRET } from '../debug/register';
+import { profileSecret } from '../settings';
 
+/** Stores the API key of the default endpoint, or of a model profile when tbrl.model.profiles has any. */
 export const setApiKey: CommandDef = {
   id: 'tbrl.setApiKey',
-  async run(ctx) {
-    const key = await vscode.window.showInputBox({ prompt: 'API key of the model endpoint (stored in VS Code SecretStorage, never in settings)', password: true, ignoreFocusOut: true });
+  async run(ctx, arg) {
+    const profiles = Object.keys(ctx.settings().model.profiles);
+    let profile = typeof arg === 'string' ? arg : undefined;
+    if (profile === undefined && profiles.length) {
+      const pick = await vscode.window.showQuickPick(
+        [{ label: 'Default endpoint', description: 'tbrl.model.baseUrl; also used by profiles without a key of their own', profile: '' }, ...profiles.map((p) => ({ label: p, description: 'model profile', profile: p }))],
+        { placeHolder: 'Whose API key?' },
+      );
+      if (!pick) return false;
+      profile = pick.profile;
+    }
+    const whose = profile ? `model profile "${profile}"` : 'the model endpoint';
+    const key = await vscode.window.showInputBox({ prompt: `API key of ${whose} (stored in VS Code SecretStorage, never in settings; empty removes it)`, password: true, ignoreFocusOut: true });
     if (key === undefined) return false;
-    if (key === '') await ctx.extension.secrets.delete(API_KEY_SECRET);
-    else await ctx.extension.secrets.store(API_KEY_SECRET, key);
-    void vscode.window.showInformationMessage(key === '' ? 'TBRL: API key removed.' : 'TBRL: API key stored.');
+    const secret = profileSecret(profile || undefined);
+    if (key === '') await ctx.extension.secrets.delete(secret);
+    else await ctx.extension.secrets.store(secret, key);
+    void vscode.window.showInformationMessage(key === '' ? `TBRL: API key of ${whose} removed.` : `TBRL: API key of ${whose} stored.`);
     return true;
   },
 };

@@ -5,7 +5,7 @@ import { runWorkspace, type RunWorkspaceResult } from '../../core/run/run-worksp
 import { saveWorkspaceRunAsTask } from '../../core/run/save-task';
 import { planPatchOnFolder, writeChanges, type FileChange } from '../../core/run/workspace-patch';
 import { errorMessage } from '../../core/errors';
-import { API_KEY_SECRET } from '../debug/register';
+import { apiKeyFor, resolveModel } from '../settings';
 import type { CommandContext, CommandDef } from './context';
 
 /** Virtual documents holding both sides of each changed file, so the diff never reads the container. */
@@ -71,8 +71,9 @@ export const runAgentOnWorkspace: CommandDef = {
       return undefined;
     }
     const s = ctx.settings();
-    if (!s.model.baseUrl || !s.model.name) {
-      const c = await vscode.window.showErrorMessage('Running the agent on your project needs a model: set tbrl.model.baseUrl and tbrl.model.name (the oracle only replays a task\'s reference solution).', 'Open Settings');
+    const m = resolveModel(s);
+    if ('error' in m || !m.baseUrl || !m.name) {
+      const c = await vscode.window.showErrorMessage('Running the agent on your project needs a model: set tbrl.model.profile (a profile of tbrl.model.profiles) or tbrl.model.baseUrl and tbrl.model.name (the oracle only replays a task\'s reference solution).', 'Open Settings');
       if (c) await vscode.commands.executeCommand('workbench.action.openSettings', 'tbrl.model');
       return undefined;
     }
@@ -80,7 +81,7 @@ export const runAgentOnWorkspace: CommandDef = {
     if (!instruction) return undefined;
     const verifyCommand = await vscode.window.showInputBox({ prompt: 'Verify command run in the container afterwards (exit 0 = reward 1). Leave empty for none.', placeHolder: 'e.g. python -m pytest -q', ignoreFocusOut: true });
     if (verifyCommand === undefined) return undefined;
-    const apiKey = (await ctx.extension.secrets.get(API_KEY_SECRET)) ?? undefined;
+    const apiKey = await apiKeyFor(m.profile, (k) => ctx.extension.secrets.get(k));
 
     const r = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Agent on ${folder.name}`, cancellable: true }, async (progress, token) => {
       const abort = new AbortController();
@@ -90,11 +91,12 @@ export const runAgentOnWorkspace: CommandDef = {
           workspaceFolder: folder.uri.fsPath,
           instruction,
           verifyCommand: verifyCommand.trim() || undefined,
-          baseUrl: s.model.baseUrl,
-          model: s.model.name,
+          baseUrl: m.baseUrl,
+          model: m.name,
           apiKey,
-          n: s.model.n,
-          temperature: s.model.temperature,
+          n: m.n,
+          temperature: m.temperature,
+          ...(m.verifier !== 'none' ? { verifier: m.verifier } : {}),
           maxSteps: s.limits.maxSteps,
           maxTimeSec: s.limits.maxTimeSec,
           runsDir: resolve(folder.uri.fsPath, s.runsDir),

@@ -12,6 +12,9 @@ export interface LaunchArgs extends DebugProtocol.LaunchRequestArguments {
   /** Breakpoints in addition to the Breakpoints view (see breakpoints.ts for the syntax). */
   breakOn?: string[];
   policy?: 'model' | 'oracle';
+  /** Live: a named profile of tbrl.model.profiles (endpoint, model, n, temperature, verifier). */
+  profile?: string;
+  temperature?: number;
   baseUrl?: string;
   model?: string;
   n?: number;

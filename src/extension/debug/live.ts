@@ -83,6 +83,7 @@ export function startLiveRun(args: LaunchArgs, hooks: LiveHooks, forkFrom?: Fork
     model: args.model,
     apiKey: args.apiKey,
     n: args.n,
+    temperature: args.temperature,
     verifier: args.verifier,
     maxSteps: args.maxSteps,
     maxTimeSec: args.maxTimeSec,

@@ -1,11 +1,10 @@
 import * as vscode from 'vscode';
-import { isAbsolute, join } from 'node:path';
 import { TbrlDebugSession } from './session';
 import type { LaunchArgs } from './launch-args';
 import type { TbrlSettings } from '../settings';
+import { fillLaunchDefaults } from './launch-defaults';
 
 export const DEBUG_TYPE = 'tbrl';
-export const API_KEY_SECRET = 'tbrl.model.apiKey';
 
 /**
  * The adapter runs inline in the extension host (no extra process). Launch configurations get
@@ -29,28 +28,14 @@ export function registerDebugger(context: vscode.ExtensionContext, settings: () 
         return config;
       },
       async resolveDebugConfigurationWithSubstitutedVariables(folder, config) {
-        const args = config as vscode.DebugConfiguration & LaunchArgs;
         const base = folder?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? process.cwd();
-        const abs = (p: string | undefined): string | undefined => (p === undefined ? undefined : isAbsolute(p) ? p : join(base, p));
-        args.cwd = abs(args.cwd) ?? base;
-        args.trajectory = abs(args.trajectory);
-        args.task = abs(args.task);
-        if (args.task) {
-          const s = settings();
-          args.runsDir ??= s.runsDir;
-          args.maxSteps ??= s.limits.maxSteps;
-          args.maxTimeSec ??= s.limits.maxTimeSec;
-          args.checkpoint ??= s.debug.checkpoint;
-          args.stopBeforeEveryAction ??= s.debug.stopBeforeEveryAction;
-          if (args.policy !== 'oracle') {
-            args.baseUrl ??= s.model.baseUrl || undefined;
-            args.model ??= s.model.name || undefined;
-            args.n ??= s.model.n;
-            if (s.verifier.mode !== 'none') args.verifier ??= s.verifier.mode;
-            args.apiKey = (await context.secrets.get(API_KEY_SECRET)) ?? undefined;
-          }
+        const args = await fillLaunchDefaults(config as vscode.DebugConfiguration & LaunchArgs, base, settings(), async (key) => context.secrets.get(key));
+        if ('error' in args) {
+          void vscode.window.showErrorMessage(args.error, 'Open Settings').then((c) => c && vscode.commands.executeCommand('workbench.action.openSettings', 'tbrl.model.profiles'));
+          // undefined aborts the launch: the run must not silently fall back to another model.
+          return undefined;
         }
-        return args;
+        return args as vscode.DebugConfiguration;
       },
     }),
   );
