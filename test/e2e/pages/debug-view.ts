@@ -75,7 +75,10 @@ export class DebugView {
     await this.frames().filter({ hasText: new RegExp(`^#${index} `) }).first().click({ button: 'right' });
     const item = this.page.locator('.monaco-menu .action-item', { hasText: 'Restart Frame' }).first();
     await item.waitFor({ timeout: 10_000 });
-    await item.click();
+    // A menu ignores a click that lands while it is still opening; hovering focuses the item, Enter runs it.
+    await item.hover();
+    await this.page.keyboard.press('Enter');
+    await this.page.locator('.context-view .monaco-menu').waitFor({ state: 'detached', timeout: 10_000 });
   }
 
   async stopIfRunning(): Promise<void> {
