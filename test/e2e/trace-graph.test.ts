@@ -76,6 +76,12 @@ test('collapse all folds the independent run into one summary node, a click on i
   await graph.foldBack('c2');
   await graph.waitForCommandCount(5);
   assert.deepEqual(await graph.summaryIds(), ['fold:c0']);
+  // Alt-click on one of its commands folds it back too; a plain click would select the step.
+  await graph.clickSummary('fold:c0');
+  await graph.waitForCommandCount(9);
+  await graph.altClickCommand('c1');
+  await graph.waitForCommandCount(5);
+  assert.deepEqual(await graph.summaryIds(), ['fold:c0']);
 
   // Folding what does not lead into E: the readers of the script fold too, and c4's three edges into them become one edge to the summary.
   await graph.foldBy('off-path');
