@@ -20,7 +20,15 @@ export const COLUMN_WIDTH = 190;
 export const ROW_HEIGHT = 30;
 export const MAX_ROWS = 40;
 
-export function layoutGraph(g: Pick<GraphView, 'nodes' | 'edges' | 'sinks' | 'sinkEdges'>, opts: { maxRows?: number } = {}): Layout {
+/** What the layout reads: ids in time order and the edges between them (a GraphView or a folded graph). */
+export interface LayoutInput {
+  nodes: ReadonlyArray<{ id: string }>;
+  edges: ReadonlyArray<{ source: string; target: string }>;
+  sinks: ReadonlyArray<{ id: string }>;
+  sinkEdges: ReadonlyArray<{ source: string; target: string }>;
+}
+
+export function layoutGraph(g: LayoutInput, opts: { maxRows?: number } = {}): Layout {
   const maxRows = opts.maxRows ?? MAX_ROWS;
   const index = new Map<string, number>();
   g.nodes.forEach((n, i) => index.set(n.id, i));

@@ -1,5 +1,6 @@
 import { notification, request } from '../shared/ipc';
 import type { GraphView } from '../../src/core/depgpo/view';
+import type { FoldBy } from './collapse';
 
 export type { GraphView, GraphNode } from '../../src/core/depgpo/view';
 
@@ -8,6 +9,20 @@ export interface GraphPayload {
   /** The step the debugger is stopped at, if a session of this run is active. */
   currentStep?: number;
   trajectory: string;
+  /** How far the run behind the graph has got; absent when the host does not know (tests, older hosts). */
+  run?: RunInfo;
+}
+
+export interface RunInfo {
+  /** A debug session is running this trajectory's agent now: the graph grows as steps are written. */
+  live: boolean;
+  steps: number;
+  /** The trajectory has its footer (the run ended, whatever the outcome). */
+  ended: boolean;
+  /** The footer holds the verifier's trace, so E and the paths into it are known. */
+  eKnown: boolean;
+  /** Nothing to read yet (a live run before its sandbox is up, a fork being set up): why. */
+  waiting?: string;
 }
 
 /** Webview → extension: the graph to draw (asked on load and after the panel is shown again). */
@@ -25,4 +40,10 @@ export interface TraceGraphState {
   showStdoutEdges: boolean;
   transform?: { x: number; y: number; k: number };
   selected?: string;
+  /** Which runs of commands fold into a summary node. */
+  foldBy?: FoldBy;
+  /** Unset until the first non-empty graph, which starts folded when it is big (AUTO_FOLD_COMMANDS). */
+  collapseAll?: boolean;
+  /** Groups the user folded or unfolded against collapseAll. */
+  foldExceptions?: string[];
 }

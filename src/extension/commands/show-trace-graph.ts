@@ -1,3 +1,4 @@
+import * as vscode from 'vscode';
 import type { CommandDef } from './context';
 import { pickTrajectory } from './pick';
 import { TraceGraphPanel } from '../graph/panel';
@@ -6,6 +7,9 @@ import { TraceGraphPanel } from '../graph/panel';
 export const showTraceGraph: CommandDef = {
   id: 'tbrl.showTraceGraph',
   async run(ctx, arg) {
+    // A live session names its trajectory only when asked; without this the user would get a quick pick of runs.
+    const session = vscode.debug.activeDebugSession;
+    if (arg === undefined && session?.type === 'tbrl') await ctx.tracker.resolveTrajectory(session);
     const trajectory = await pickTrajectory(ctx, arg, true);
     if (!trajectory) return false;
     TraceGraphPanel.show(ctx.extension, ctx.tracker, trajectory);
