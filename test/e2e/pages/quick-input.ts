@@ -36,14 +36,24 @@ export class QuickInput {
     await item.click();
   }
 
-  /** In a multi-select quick pick showing `text`: the label of each row and whether it is checked. */
-  async checkedRows(text: string, timeout = 20_000): Promise<Array<{ label: string; checked: boolean }>> {
+  /** In a multi-select quick pick showing `text`: each row's text (label, description, detail) and whether it is checked. */
+  async checkedRows(text: string, timeout = 20_000): Promise<Array<{ text: string; checked: boolean }>> {
     const widget = this.widget(text);
     await widget.waitFor({ state: 'visible', timeout });
     await widget.locator('.quick-input-list .monaco-list-row').first().waitFor({ timeout });
-    return widget.locator('.quick-input-list .monaco-list-row').evaluateAll((rows) => rows.map((r) => ({
-      label: r.querySelector('.label-name')?.textContent ?? r.textContent ?? '',
-      checked: (r.querySelector('input[type=checkbox]') as HTMLInputElement | null)?.checked ?? r.getAttribute('aria-checked') === 'true',
-    })));
+    return widget.locator('.quick-input-list .monaco-list-row').evaluateAll((rows) => rows.map((r) => ({ text: r.textContent ?? '', checked: r.getAttribute('aria-checked') === 'true' })));
+  }
+
+  /** In a multi-select quick pick showing `text`: flips the checkbox of the row containing `row`. */
+  async toggle(text: string, row: string, timeout = 20_000): Promise<void> {
+    const item = this.widget(text).locator('.quick-input-list .monaco-list-row', { hasText: row }).first();
+    await item.waitFor({ timeout });
+    const was = await item.getAttribute('aria-checked');
+    await item.locator('.quick-input-list-label').click();
+    const deadline = Date.now() + 5_000;
+    while ((await item.getAttribute('aria-checked')) === was) {
+      if (Date.now() > deadline) throw new Error(`the row "${row}" of "${text}" did not change from checked=${was}`);
+      await this.page.waitForTimeout(100);
+    }
   }
 }
