@@ -53,12 +53,13 @@ after(async () => {
   await browser?.close();
   await server?.stop();
   await model?.close();
-  const runs = workspace ? join(workspace, 'runs') : '';
-  for (const run of runs && existsSync(runs) ? readdirSync(runs) : []) {
-    const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=dev.tbrl.run=${run}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
-    if (ids.length) spawnSync('docker', ['rm', '-f', ...ids]);
-  }
-  if (workspace) rmSync(workspace, { recursive: true, force: true });
+  if (!workspace) return;
+  // Run ids start with the project folder's name. Matched by prefix rather than by runs/ entries: a
+  // run cut short when code-server stopped may have its container but no directory yet.
+  const listed = spawnSync('docker', ['ps', '-a', '--filter', 'label=dev.tbrl.run', '--format', '{{.ID}} {{.Label "dev.tbrl.run"}}'], { encoding: 'utf8' }).stdout;
+  const ids = listed.split('\n').map((l) => l.split(' ')).filter(([id, run]) => id && run?.startsWith(`${basename(workspace)}-`)).map(([id]) => id);
+  if (ids.length) spawnSync('docker', ['rm', '-f', ...ids]);
+  rmSync(workspace, { recursive: true, force: true });
 });
 
 function runDirs(): string[] {
@@ -72,6 +73,9 @@ async function runAgent(): Promise<void> {
   await wb.runCommand('TBRL: Run Agent on Workspace');
   await input.answer('What should the agent do', 'Set the status to fixed.');
   await input.answer('Verify command', 'grep -q fixed status.txt');
+  // The offer of an earlier run may still be on screen: wait for this run's turns first.
+  const deadline = Date.now() + 180_000;
+  while (model.calls < calls + 2 && Date.now() < deadline) await page.waitForTimeout(250);
   const toast = await toasts.toast('The agent changed 1 file(s)', 180_000);
   assert.match(await toast.innerText(), /reward 1/);
   await page.locator('.tabs-container .tab', { hasText: 'Agent changes' }).first().waitFor({ timeout: 20_000 });
