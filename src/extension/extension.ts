@@ -35,6 +35,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const trainer = new TrainerProvider(() => settings().trainer.url, context.secrets);
   context.subscriptions.push(
     tracker,
+    trainer,
     vscode.window.registerTreeDataProvider('tbrl.tasks', tasks),
     vscode.window.registerTreeDataProvider('tbrl.runs', runs),
     vscode.window.registerTreeDataProvider('tbrl.trainer', trainer),

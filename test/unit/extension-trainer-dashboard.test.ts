@@ -7,6 +7,7 @@ import { parseMetrics, MetricsParser } from '../../src/core/trainer/metrics';
 import { CHARTS, chartViews } from '../../webview/trainer-dashboard/series';
 import { parseOverrides, selectionOf, taskItems, trajectoryItems } from '../../src/extension/trainer/selection';
 import type { RunEntry, TaskEntry } from '../../src/extension/discover';
+import { isActiveJob, jobDescription, newestFirst } from '../../src/extension/trainer/jobs-view';
 
 test('chart view-model: verl console lines and bridge JSONL become one chart per canonical series, in step order', () => {
   const log = [
@@ -92,4 +93,17 @@ test('quick-pick selection: text: filters read the trajectories on disk', async 
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('Trainer view rows: newest job first, active means pending or running, description is status and UTC start', () => {
+  const jobs = [
+    { submission_id: 'old', status: 'SUCCEEDED' as const, start_time: Date.UTC(2026, 0, 1, 8, 30) },
+    { submission_id: 'none', status: 'PENDING' as const },
+    { submission_id: 'new', status: 'RUNNING' as const, start_time: Date.UTC(2026, 0, 2, 9, 5, 59) },
+  ];
+  assert.deepEqual(newestFirst(jobs).map((j) => j.submission_id), ['new', 'old', 'none']);
+  assert.deepEqual(jobs.map((j) => j.submission_id), ['old', 'none', 'new'], 'the caller\'s list is left as it was');
+  assert.deepEqual((['PENDING', 'RUNNING', 'STOPPED', 'SUCCEEDED', 'FAILED'] as const).map((status) => isActiveJob({ status })), [true, true, false, false, false]);
+  assert.equal(jobDescription(jobs[2]), 'RUNNING · 2026-01-02 09:05');
+  assert.equal(jobDescription(jobs[1]), 'PENDING');
 });

@@ -143,11 +143,16 @@ describe('gates reject a broken generator', () => {
 
   it('and the batch writer leaves a rejected task out while writing the others', async () => {
     const out = join(scratch, 'batch');
+    const events: string[] = [];
     const { entries, reportPath } = await synthesizeBatch(out, {
       domain: 'log-forensics', tier: 'unit', seed: 40, count: 2, format: 'harbor', gates: { probes: false },
       mutate: (t) => { if (t.id.endsWith('-s40')) t.steps.splice(1, 0, { name: 'clobber', script: `rm -rf "$APP/out"` }); },
+      onStart: (t, k) => events.push(`start ${k} ${t.id}`),
+      onTask: (t, report) => events.push(`${report.passed ? 'passed' : 'rejected'} ${t.id}`),
     });
     assert.deepEqual(entries.map((e) => [e.task, e.passed]), [['tev-log-forensics-unit-s40', false], ['tev-log-forensics-unit-s41', true]]);
+    // The editor's progress names each task before its gates run, not only once they are done.
+    assert.deepEqual(events, ['start 0 tev-log-forensics-unit-s40', 'rejected tev-log-forensics-unit-s40', 'start 1 tev-log-forensics-unit-s41', 'passed tev-log-forensics-unit-s41']);
     assert.equal(existsSync(join(out, 'tev-log-forensics-unit-s40')), false);
     assert.equal(existsSync(join(out, 'tev-log-forensics-unit-s41', 'task.toml')), true);
     const report = JSON.parse(readFileSync(reportPath, 'utf8'));

@@ -1,5 +1,6 @@
 // Fixtures shared by the trainer tests (not a test file itself): a tiny Harbor task that runs on the
 // offline stand-in image, and trajectories built from a shared DepGPO vector so their credit is known.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,4 +78,10 @@ export function writeGroup(root: string, v: Vector, prefix = 'run'): string[] {
 
 export function scratch(prefix: string): string {
   return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** Every entry of a zip file as text, read by Python's zipfile: the reader Ray itself uses to unpack working_dir packages. */
+export function readZipWithPython(file: string): Record<string, string> {
+  const out = execFileSync('python3', ['-c', 'import sys, zipfile, json\nz = zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\nprint(json.dumps({n: z.read(n).decode("utf-8", "replace") for n in z.namelist()}))', file], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  return JSON.parse(out) as Record<string, string>;
 }

@@ -1,6 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +14,7 @@ import { isSecretName, secretValuesFromEnv } from '../../src/core/trainer/secret
 import { TbrlError } from '../../src/core/errors';
 import { clusterFrom, trainBundleCommand, trainSubmitCommand } from '../../src/cli/commands/train';
 import { UsageError } from '../../src/cli/command';
-import { loadVector, makeTask, scratch, writeGroup } from './trainer-fixtures';
+import { loadVector, makeTask, readZipWithPython, scratch, writeGroup } from './trainer-fixtures';
 
 const root = scratch('tbrl-trainer-unit-');
 process.on('exit', () => rmSync(root, { recursive: true, force: true }));
@@ -26,9 +25,7 @@ const runs = writeGroup(root, vector);
 function unzip(zip: Buffer): Record<string, string> {
   const file = join(root, `z-${Math.random().toString(36).slice(2)}.zip`);
   writeFileSync(file, zip);
-  // Python's zipfile is the reader Ray itself uses to unpack working_dir packages.
-  const out = execFileSync('python3', ['-c', 'import sys, zipfile, json\nz = zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\nprint(json.dumps({n: z.read(n).decode("utf-8", "replace") for n in z.namelist()}))', file], { encoding: 'utf8', maxBuffer: 64 << 20 });
-  return JSON.parse(out) as Record<string, string>;
+  return readZipWithPython(file);
 }
 
 test('zip: deterministic, readable by Python zipfile, sorted, deflated and stored entries', () => {

@@ -2,8 +2,9 @@ import * as vscode from 'vscode';
 import { findTasks, type TaskEntry } from '../discover';
 import type { CommandContext } from './context';
 
-/** A task dir from a tree item, a folder URI, or a quick pick of the workspace's tasks. */
+/** A task dir from a tree item, a folder URI, a path (what other commands pass), or a quick pick of the workspace's tasks. */
 export async function pickTask(arg: unknown): Promise<string | undefined> {
+  if (typeof arg === 'string' && arg) return arg;
   if (arg && typeof arg === 'object' && 'dir' in arg) return (arg as TaskEntry).dir;
   if (arg instanceof vscode.Uri) return arg.fsPath;
   const folders = vscode.workspace.workspaceFolders ?? [];

@@ -20,7 +20,9 @@ function ensureProvider(ctx: CommandContext): void {
 }
 
 function virtualUri(runId: string, side: 'before' | 'after', path: string, text: string): vscode.Uri {
-  const uri = vscode.Uri.from({ scheme: SCHEME, path: `/${runId}/${side}/${path}` });
+  // Both sides share the file's path (the side is in the query): the changes editor shows a pair
+  // whose paths differ as a rename, "after R before".
+  const uri = vscode.Uri.from({ scheme: SCHEME, path: `/${path}`, query: `run=${encodeURIComponent(runId)}&side=${side}` });
   contents.set(uri.toString(), text);
   return uri;
 }
@@ -144,6 +146,7 @@ export const runAgentOnWorkspace: CommandDef = {
           await saveAsTask(ctx, folder, r);
           continue;
         }
+        if (choice === 'Discard') void vscode.window.showInformationMessage(`Discarded the agent's changes: ${folder.name} is unchanged (the run stays in ${vscode.workspace.asRelativePath(r.outDir)}).`);
         return r;
       } catch (err) {
         void vscode.window.showErrorMessage(errorMessage(err));

@@ -38,6 +38,10 @@ export const synthesizeTasks: CommandDef = {
           seed: Number(seed),
           count: n,
           format,
+          onStart: (t, k) => {
+            if (cancel.isCancellationRequested) throw new vscode.CancellationError();
+            progress.report({ message: `gating ${t.id} (${k + 1}/${n})` });
+          },
           onTask: (t, report) => {
             done++;
             ctx.output.info(`[synth] ${t.id}: ${report.passed ? 'passed every gate' : 'rejected by the gates'}`);

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { errorMessage } from '../../core/errors';
-import { RayJobsClient } from '../../core/trainer/jobs';
+import { RayJobsClient, type JobDetails } from '../../core/trainer/jobs';
+import { isActiveJob, newestFirst } from '../trainer/jobs-view';
 import { TRAINER_TOKEN_SECRET } from '../views/trainer';
 import type { CommandContext, CommandDef } from './context';
 
@@ -16,6 +17,30 @@ async function clientOrWarn(ctx: CommandContext): Promise<RayJobsClient | undefi
   return c;
 }
 
+/**
+ * The job a command acts on: the Trainer view item or id it was given, else a pick of the cluster's
+ * jobs (newest first; `only` narrows them). Says why when there is nothing to pick.
+ */
+export async function jobFromArgOrPick(ctx: CommandContext, arg: unknown, title: string, only: (j: JobDetails) => boolean = () => true): Promise<{ client: RayJobsClient; id: string } | undefined> {
+  const client = await clientOrWarn(ctx);
+  if (!client) return undefined;
+  const given = jobId(arg);
+  if (given) return { client, id: given };
+  let jobs: JobDetails[];
+  try {
+    jobs = newestFirst((await client.list()).filter(only));
+  } catch (err) {
+    void vscode.window.showErrorMessage(`Cannot list the jobs of ${ctx.settings().trainer.url}: ${errorMessage(err)}`);
+    return undefined;
+  }
+  if (jobs.length === 0) {
+    void vscode.window.showInformationMessage(`TBRL: no job on ${ctx.settings().trainer.url} to pick for ${title}.`);
+    return undefined;
+  }
+  const pick = await vscode.window.showQuickPick(jobs.map((j) => ({ label: j.submission_id, description: j.status, detail: j.entrypoint })), { title, matchOnDescription: true });
+  return pick ? { client, id: pick.label } : undefined;
+}
+
 /** Dashboard URL into settings (tbrl.trainer.url), token into SecretStorage; checks the Ray version. */
 export const connectCluster: CommandDef = {
   id: 'tbrl.connectCluster',
@@ -24,14 +49,15 @@ export const connectCluster: CommandDef = {
     if (!url) return false;
     const token = await vscode.window.showInputBox({ prompt: 'Bearer token (empty for none); kept in SecretStorage', password: true, ignoreFocusOut: true });
     if (token === undefined) return false;
-    if (token) await ctx.extension.secrets.store(TRAINER_TOKEN_SECRET, token);
-    else await ctx.extension.secrets.delete(TRAINER_TOKEN_SECRET);
     try {
       await new RayJobsClient({ url, token: token || undefined, timeoutMs: 10_000 }).list();
     } catch (err) {
+      // Nothing is stored before the check: a mistyped address must not cost the working connection its token.
       void vscode.window.showErrorMessage(`Cannot reach the cluster at ${url}: ${errorMessage(err)}`);
       return false;
     }
+    if (token) await ctx.extension.secrets.store(TRAINER_TOKEN_SECRET, token);
+    else await ctx.extension.secrets.delete(TRAINER_TOKEN_SECRET);
     await vscode.workspace.getConfiguration('tbrl').update('trainer.url', url, vscode.ConfigurationTarget.Workspace);
     ctx.trainer.refresh();
     void vscode.window.showInformationMessage(`TBRL: connected to ${url}.`);
@@ -44,33 +70,53 @@ export const refreshJobs: CommandDef = { id: 'tbrl.refreshJobs', run: (ctx) => c
 export const stopJob: CommandDef = {
   id: 'tbrl.stopJob',
   async run(ctx, arg) {
-    const client = await clientOrWarn(ctx);
-    const id = jobId(arg) ?? (await vscode.window.showInputBox({ prompt: 'Submission id of the job to stop' }));
-    if (!client || !id) return false;
+    const job = await jobFromArgOrPick(ctx, arg, 'Stop Job: running or pending job', isActiveJob);
+    if (!job) return false;
     try {
-      const stopped = await client.stop(id);
-      void vscode.window.showInformationMessage(stopped ? `TBRL: stopping ${id}.` : `TBRL: ${id} was not running.`);
+      const stopped = await job.client.stop(job.id);
+      void vscode.window.showInformationMessage(stopped ? `TBRL: stopping ${job.id}.` : `TBRL: ${job.id} was not running.`);
       ctx.trainer.refresh();
       return stopped;
     } catch (err) {
-      void vscode.window.showErrorMessage(`Stop ${id} failed: ${errorMessage(err)}`);
+      void vscode.window.showErrorMessage(`Stop ${job.id} failed: ${errorMessage(err)}`);
       return false;
     }
   },
 };
 
+/**
+ * Logs open as read-only documents (`tbrl-job-log:/<id>.log`) holding the log as fetched when the
+ * command ran: an untitled document would be editable and ask to be saved when closed.
+ */
+const LOG_SCHEME = 'tbrl-job-log';
+const logs = new Map<string, string>();
+const logChanged = new vscode.EventEmitter<vscode.Uri>();
+let logProviderRegistered = false;
+
+function ensureLogProvider(ctx: CommandContext): void {
+  if (logProviderRegistered) return;
+  logProviderRegistered = true;
+  ctx.extension.subscriptions.push(logChanged, vscode.workspace.registerTextDocumentContentProvider(LOG_SCHEME, { onDidChange: logChanged.event, provideTextDocumentContent: (uri) => logs.get(uri.toString()) ?? '' }));
+}
+
 export const openJobLogs: CommandDef = {
   id: 'tbrl.openJobLogs',
   async run(ctx, arg) {
-    const client = await clientOrWarn(ctx);
-    const id = jobId(arg);
-    if (!client || !id) return undefined;
+    const job = await jobFromArgOrPick(ctx, arg, 'Open Job Logs: job');
+    if (!job) return undefined;
+    let text: string;
     try {
-      const doc = await vscode.workspace.openTextDocument({ content: await client.logs(id), language: 'log' });
-      return vscode.window.showTextDocument(doc, { preview: true });
+      text = await job.client.logs(job.id);
     } catch (err) {
-      void vscode.window.showErrorMessage(`Logs of ${id}: ${errorMessage(err)}`);
+      void vscode.window.showErrorMessage(`Logs of ${job.id}: ${errorMessage(err)}`);
       return undefined;
     }
+    ensureLogProvider(ctx);
+    const uri = vscode.Uri.from({ scheme: LOG_SCHEME, path: `/${job.id}.log` });
+    logs.set(uri.toString(), text);
+    // VS Code keeps an open virtual document: tell it the log moved on since it was last opened.
+    logChanged.fire(uri);
+    const doc = await vscode.languages.setTextDocumentLanguage(await vscode.workspace.openTextDocument(uri), 'log');
+    return vscode.window.showTextDocument(doc, { preview: true });
   },
 };

@@ -1,20 +1,43 @@
 import * as vscode from 'vscode';
 import { RayJobsClient, type JobDetails } from '../../core/trainer/jobs';
 import { errorMessage } from '../../core/errors';
+import { isActiveJob, jobDescription, newestFirst } from '../trainer/jobs-view';
 
 export const TRAINER_TOKEN_SECRET = 'tbrl.trainer.token';
+/** How often the view asks Ray again while a job it shows is pending or running. */
+export const ACTIVE_POLL_MS = 3000;
 
 type TrainerItem = { kind: 'job'; job: JobDetails } | { kind: 'message'; text: string; command?: string };
 
 /** Jobs on the connected Ray cluster (the Jobs REST API of its dashboard), newest first. */
-export class TrainerProvider implements vscode.TreeDataProvider<TrainerItem> {
+export class TrainerProvider implements vscode.TreeDataProvider<TrainerItem>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeTreeData = this.changed.event;
+  private poll?: ReturnType<typeof setTimeout>;
 
   constructor(private readonly url: () => string, private readonly secrets: vscode.SecretStorage) {}
 
   refresh(): void {
     this.changed.fire();
+  }
+
+  dispose(): void {
+    if (this.poll) clearTimeout(this.poll);
+    this.changed.dispose();
+  }
+
+  /**
+   * Ray changes a job's status on its own (a stop takes effect seconds later, a job ends): while one
+   * is active the view refreshes itself, or it would show RUNNING until the user clicks refresh.
+   * Armed from getChildren only, so a view nobody looks at stops asking.
+   */
+  private pollWhileActive(jobs: readonly JobDetails[]): void {
+    if (this.poll || !jobs.some(isActiveJob)) return;
+    this.poll = setTimeout(() => {
+      this.poll = undefined;
+      this.refresh();
+    }, ACTIVE_POLL_MS);
+    this.poll.unref?.();
   }
 
   async client(): Promise<RayJobsClient | undefined> {
@@ -29,7 +52,8 @@ export class TrainerProvider implements vscode.TreeDataProvider<TrainerItem> {
     try {
       const jobs = await client.list();
       if (jobs.length === 0) return [{ kind: 'message', text: `No jobs on ${this.url()}` }];
-      return jobs.sort((a, b) => (b.start_time ?? 0) - (a.start_time ?? 0)).map((job) => ({ kind: 'job', job }));
+      this.pollWhileActive(jobs);
+      return newestFirst(jobs).map((job) => ({ kind: 'job', job }));
     } catch (err) {
       return [{ kind: 'message', text: `${this.url()}: ${errorMessage(err).split('\n')[0]}`, command: 'tbrl.connectCluster' }];
     }
@@ -43,9 +67,9 @@ export class TrainerProvider implements vscode.TreeDataProvider<TrainerItem> {
     }
     const j = item.job;
     const t = new vscode.TreeItem(j.submission_id);
-    t.description = `${j.status}${j.start_time ? ` · ${new Date(j.start_time).toISOString().slice(0, 16).replace('T', ' ')}` : ''}`;
+    t.description = jobDescription(j);
     t.tooltip = `${j.entrypoint}\n${j.message ?? ''}`;
-    t.contextValue = j.status === 'RUNNING' || j.status === 'PENDING' ? 'tbrlJobActive' : 'tbrlJob';
+    t.contextValue = isActiveJob(j) ? 'tbrlJobActive' : 'tbrlJob';
     t.iconPath = new vscode.ThemeIcon(j.status === 'SUCCEEDED' ? 'pass' : j.status === 'FAILED' ? 'error' : j.status === 'STOPPED' ? 'debug-stop' : 'sync');
     t.command = { command: 'tbrl.openJobLogs', title: 'Open logs', arguments: [j.submission_id] };
     return t;
