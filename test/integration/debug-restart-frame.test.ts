@@ -129,10 +129,10 @@ test('live step back and reverse continue undo the steps in the container by def
   const srv = await startOpenAIServer({ models: ['m'] });
   srv.enqueue('<bash>\ncmd: echo a > /tmp/a\n</bash>', '<bash>\ncmd: echo b > /tmp/b\n</bash>', '<finish>\nmessage: done\n</finish>');
   try {
-    // No "stepBackRestores" attribute: restoring is the default.
-    await withSession({ baseUrl: srv.baseUrl, model: 'm' }, async (dc, stopped, runIds) => {
+    // No "stepBackRestores" attribute: restoring is the default. The breakpoint holds the run before its finish turn.
+    await withSession({ baseUrl: srv.baseUrl, model: 'm', breakOn: ['/<finish>/'] }, async (dc, stopped, runIds) => {
       const first = (await dc.customRequest('tbrl/state')).body;
-      assert.equal(first.current, 2, 'stopped at the finish step');
+      assert.deepEqual([first.pending, first.live], [2, true], 'paused before the finish turn');
 
       srv.enqueue('<bash>\ncmd: ls /tmp\n</bash>', '<finish>\nmessage: done\n</finish>');
       let next = stopped();
@@ -145,6 +145,8 @@ test('live step back and reverse continue undo the steps in the container by def
       next = stopped();
       await dc.continueRequest({ threadId: 1 });
       await next;
+      const forkState = (await dc.customRequest('tbrl/state')).body;
+      assert.deepEqual([forkState.pending, forkState.trajectory], [2, state.trajectory], 'the fork runs step 1 and stops before its finish turn');
       const fork = await readTrajectory(state.trajectory);
       runIds.push(fork.header.runId);
       assert.equal(fork.header.forkedFrom?.step, 0);
@@ -152,7 +154,7 @@ test('live step back and reverse continue undo the steps in the container by def
       assert.match(out, /\ba\b/);
       assert.doesNotMatch(out, /\bb\b/);
 
-      // Reverse continue with no breakpoint goes back to step 0: the task starts again in a fresh container.
+      // Reverse continue with no breakpoint hit behind goes back to step 0: the task starts again in a fresh container.
       srv.enqueue('<bash>\ncmd: ls /tmp\n</bash>', '<finish>\nmessage: done\n</finish>');
       next = stopped();
       await dc.send('reverseContinue', { threadId: 1 });
@@ -163,10 +165,20 @@ test('live step back and reverse continue undo the steps in the container by def
       next = stopped();
       await dc.continueRequest({ threadId: 1 });
       await next;
+      next = stopped();
+      await dc.continueRequest({ threadId: 1 });
+      assert.match((await next).body.description ?? '', /run ended: finished/);
       const fresh = await readTrajectory(again.trajectory);
       runIds.push(fresh.header.runId);
       assert.equal(fresh.header.forkedFrom, undefined, 'step 0 has no checkpoint before it: a fresh start, not a fork');
       assert.doesNotMatch(fresh.steps[0].actions[0].observation, /\ba\b|\bb\b/, 'neither step of the earlier runs is in the new container');
+
+      // The run has ended: its session is a replay of it now, and stepping back only looks.
+      next = stopped();
+      await dc.stepBackRequest({ threadId: 1 });
+      await next;
+      const ended = (await dc.customRequest('tbrl/state')).body;
+      assert.deepEqual([ended.current, ended.live, ended.trajectory], [0, false, again.trajectory]);
     });
   } finally {
     await srv.close();
@@ -177,18 +189,19 @@ test('with "stepBackRestores": false, live step back and reverse continue only m
   const srv = await startOpenAIServer({ models: ['m'] });
   srv.enqueue('<bash>\ncmd: echo a > /tmp/a\n</bash>', '<bash>\ncmd: echo b > /tmp/b\n</bash>', '<finish>\nmessage: done\n</finish>');
   try {
-    await withSession({ baseUrl: srv.baseUrl, model: 'm', stepBackRestores: false }, async (dc, stopped) => {
+    await withSession({ baseUrl: srv.baseUrl, model: 'm', breakOn: ['/<finish>/'], stepBackRestores: false }, async (dc, stopped) => {
       const first = (await dc.customRequest('tbrl/state')).body;
+      assert.deepEqual([first.pending, first.live], [2, true]);
       let next = stopped();
       await dc.stepBackRequest({ threadId: 1 });
       await next;
       let state = (await dc.customRequest('tbrl/state')).body;
-      assert.deepEqual([state.current, state.pending, state.live, state.trajectory], [1, null, false, first.trajectory], 'shows step 1 of the same, finished run');
+      assert.deepEqual([state.current, state.pending, state.live, state.trajectory], [1, 2, true, first.trajectory], 'shows step 1; the same run still waits before step 2');
       next = stopped();
       await dc.send('reverseContinue', { threadId: 1 });
       assert.equal((await next).body.reason, 'entry');
       state = (await dc.customRequest('tbrl/state')).body;
-      assert.deepEqual([state.current, state.live, state.trajectory], [0, false, first.trajectory]);
+      assert.deepEqual([state.current, state.pending, state.trajectory], [0, 2, first.trajectory]);
     });
   } finally {
     await srv.close();

@@ -385,15 +385,15 @@ export class TbrlDebugSession extends DebugSession {
   }
 
   /**
-   * In a live session, moving back to step `target` also undoes the steps from it on in the container
-   * (launch.json "stepBackRestores", default true): the run is replaced by a fork from the checkpoint
-   * of the step before `target` (or restarted from scratch for step 0), paused before `target`.
-   * False when the session is a replay, restoring is off, or that checkpoint is missing (said why);
-   * the caller then only moves through the recorded steps.
+   * While a live run is going, moving back to step `target` also undoes the steps from it on in the
+   * container (launch.json "stepBackRestores", default true): the run is replaced by a fork from the
+   * checkpoint of the step before `target` (or restarted from scratch for step 0), paused before
+   * `target`. False for replays, for a live run that has ended (its session is a replay of it now:
+   * looking back must not start a new run), when restoring is off, or when that checkpoint is
+   * missing (said why); the caller then only moves through the recorded steps.
    */
   private async restoreTo(target: number, reason: string): Promise<boolean> {
-    const isLiveSession = this.launchArgs.task !== undefined && this.trajectoryPath !== undefined;
-    if (!isLiveSession || this.launchArgs.stepBackRestores === false || target >= this.steps.length) return false;
+    if (!this.live || this.launchArgs.stepBackRestores === false || target >= this.steps.length) return false;
     const base = this.steps[target - 1];
     if (target > 0 && !(base?.checkpoint && base.checkpointState)) {
       this.sendEvent(new OutputEvent(`Step ${target - 1} has no checkpoint${base?.checkpointError ? ` (${base.checkpointError})` : ''}, so going back only shows step ${target}; the container keeps its current state. Run with "checkpoint": true (the default) to undo steps.\n`, 'console'));
