@@ -1,11 +1,10 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { CodeServer, ensureVsix, requireTools } from './code-server';
-import { openWorkbench, REPLAY_RUN, replayWorkspace } from './session';
+import { openWorkbench, REPLAY_RUN, replayWorkspace, removeRunContainers, screenshotIfFailed } from './session';
 import { Workbench } from './pages/workbench';
 import { DiffEditor } from './pages/diff-editor';
 import { DebugView } from './pages/debug-view';
@@ -54,7 +53,7 @@ before(async () => {
 });
 
 afterEach(async (t) => {
-  if (page && (t as unknown as { passed?: boolean }).passed === false) await wb.screenshot(`failed-${t.name.slice(0, 40).replace(/[^a-z0-9]+/gi, '-')}`);
+  await screenshotIfFailed(t, page ? wb : undefined);
 });
 
 after(async () => {
@@ -62,10 +61,7 @@ after(async () => {
   await browser?.close();
   await server?.stop();
   if (workspace) rmSync(workspace, { recursive: true, force: true });
-  if (editRunId) {
-    const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=dev.tbrl.run=${editRunId}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
-    if (ids.length) spawnSync('docker', ['rm', '-f', ...ids]);
-  }
+  if (editRunId) removeRunContainers([editRunId]);
 });
 
 /** Right-clicks a "Files changed" row of the Variables view and chooses "Open Changed File". */

@@ -1,13 +1,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server, type AddressInfo } from 'node:net';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { TbrlDebugSession } from '../../src/extension/debug/session';
+import { removeRunContainers, runIdsIn } from './session';
 
 // A live run through the debug adapter on real Docker (the oracle plays the agent): the run pauses
 // inside the agent loop before each turn, a human edit replaces the turn and becomes a preference
@@ -27,10 +27,7 @@ before(async () => {
 
 after(() => {
   server.close();
-  for (const run of existsSync(runsDir) ? readdirSync(runsDir) : []) {
-    const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=dev.tbrl.run=${run}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
-    if (ids.length) spawnSync('docker', ['rm', '-f', ...ids]);
-  }
+  removeRunContainers(runIdsIn(runsDir));
   rmSync(runsDir, { recursive: true, force: true });
 });
 

@@ -1,4 +1,5 @@
-import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -54,3 +55,34 @@ export async function openWorkbench(workspace: string): Promise<WorkbenchSession
     throw err;
   }
 }
+
+/**
+ * Safety net for runs a failed test abandoned: removes the containers of the given runs. Containers
+ * carry the run id (the trajectory header's), not the run directory's name, as their label.
+ */
+export function removeRunContainers(runIds: readonly string[]): void {
+  for (const runId of runIds) {
+    const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=dev.tbrl.run=${runId}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+    if (ids.length) spawnSync('docker', ['rm', '-f', ...ids]);
+  }
+}
+
+/** The run ids of the trajectories under `runsDir` (from each header; unreadable ones are skipped). */
+export function runIdsIn(runsDir: string): string[] {
+  if (!existsSync(runsDir)) return [];
+  return readdirSync(runsDir).flatMap((d) => {
+    try {
+      const header = JSON.parse(readFileSync(join(runsDir, d, 'trajectory.jsonl'), 'utf8').split('\n')[0]) as { runId?: unknown };
+      return typeof header.runId === 'string' ? [header.runId] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** For an afterEach hook: a screenshot named after the test that just failed. */
+export async function screenshotIfFailed(t: unknown, wb: Workbench | undefined, prefix = 'failed'): Promise<void> {
+  const test = t as { passed?: boolean; name: string };
+  if (wb && test.passed === false) await wb.screenshot(`${prefix}-${test.name.slice(0, 40).replace(/[^a-z0-9]+/gi, '-')}`);
+}
+

@@ -1,12 +1,11 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { CodeServer, ensureVsix, requireTools } from './code-server';
-import { openWorkbench } from './session';
+import { openWorkbench, removeRunContainers, runIdsIn, screenshotIfFailed } from './session';
 import { Workbench } from './pages/workbench';
 import { DebugView } from './pages/debug-view';
 import { StepInspector } from './pages/step-inspector';
@@ -43,7 +42,7 @@ before(async () => {
 });
 
 afterEach(async (t) => {
-  if (page && (t as unknown as { passed?: boolean }).passed === false) await wb.screenshot(`failed-${t.name.slice(0, 40).replace(/[^a-z0-9]+/gi, '-')}`);
+  await screenshotIfFailed(t, page ? wb : undefined);
 });
 
 after(async () => {
@@ -52,10 +51,7 @@ after(async () => {
   await server?.stop();
   await model?.close();
   const runs = workspace ? join(workspace, 'runs') : '';
-  for (const run of runs && existsSync(runs) ? readdirSync(runs) : []) {
-    const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=dev.tbrl.run=${run}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
-    if (ids.length) spawnSync('docker', ['rm', '-f', ...ids]);
-  }
+  if (runs) removeRunContainers(runIdsIn(runs));
   if (workspace) rmSync(workspace, { recursive: true, force: true });
 });
 

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { CodeServer, ensureVsix, requireTools } from './code-server';
-import { openWorkbench } from './session';
+import { openWorkbench, screenshotIfFailed } from './session';
 import { Workbench } from './pages/workbench';
 import { QuickInput } from './pages/quick-input';
 import { Notifications } from './pages/notifications';
@@ -38,7 +38,7 @@ before(async () => {
 });
 
 afterEach(async (t) => {
-  if (page && (t as unknown as { passed?: boolean }).passed === false) await wb.screenshot(`failed-${t.name.slice(0, 40).replace(/[^a-z0-9]+/gi, '-')}`);
+  await screenshotIfFailed(t, page ? wb : undefined);
 });
 
 after(async () => {

@@ -1,11 +1,10 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { CodeServer, ensureVsix, requireTools } from './code-server';
-import { openWorkbench, replayWorkspace } from './session';
+import { openWorkbench, replayWorkspace, removeRunContainers, runIdsIn, screenshotIfFailed } from './session';
 import { Workbench } from './pages/workbench';
 import { DebugView } from './pages/debug-view';
 import { TraceGraph } from './pages/trace-graph';
@@ -30,7 +29,7 @@ before(async () => {
 });
 
 afterEach(async (t) => {
-  if (page && (t as unknown as { passed?: boolean }).passed === false) await wb.screenshot(`graph-failed-${t.name.slice(0, 40).replace(/[^a-z0-9]+/gi, '-')}`);
+  await screenshotIfFailed(t, page ? wb : undefined, 'graph-failed');
 });
 
 after(async () => {
@@ -38,10 +37,7 @@ after(async () => {
   await browser?.close();
   await server?.stop();
   if (workspace) {
-    for (const run of existsSync(join(workspace, 'runs')) ? readdirSync(join(workspace, 'runs')) : []) {
-      const ids = spawnSync('docker', ['ps', '-aq', '--filter', `label=dev.tbrl.run=${run}`], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
-      if (ids.length) spawnSync('docker', ['rm', '-f', ...ids]);
-    }
+    removeRunContainers(runIdsIn(join(workspace, 'runs')));
     rmSync(workspace, { recursive: true, force: true });
   }
 });
