@@ -38,7 +38,8 @@ test('live: stop before the first turn, a human edit runs instead and is labelle
     const stopped = (): Promise<DebugProtocol.StoppedEvent> => dc.waitForEvent('stopped', 120_000) as Promise<DebugProtocol.StoppedEvent>;
     let next = stopped();
     await dc.initializeRequest();
-    await dc.launchRequest({ task: resolve('examples/hello-world'), policy: 'oracle', runsDir, stopOnEntry: true, skipReward: false } as DebugProtocol.LaunchRequestArguments);
+    // View-only step back, so the edited step stays in this one run (the default, restoring from a checkpoint, is debug-restart-frame.test.ts).
+    await dc.launchRequest({ task: resolve('examples/hello-world'), policy: 'oracle', runsDir, stopOnEntry: true, skipReward: false, stepBackRestores: false } as DebugProtocol.LaunchRequestArguments);
     await dc.configurationDoneRequest();
     const entry = await next;
     assert.equal(entry.body.reason, 'entry');
@@ -62,7 +63,7 @@ test('live: stop before the first turn, a human edit runs instead and is labelle
     assert.match(frames[0].name, /^#1 ▶ .*not run yet/);
     assert.match(frames[1].name, /^#0 bash "echo edited-by-human/);
 
-    // Step back while live shows the recorded step; continue runs the rest.
+    // Step back while live (stepBackRestores: false) shows the recorded step; continue runs the rest.
     next = stopped();
     await dc.stepBackRequest({ threadId: 1 });
     await next;
