@@ -82,8 +82,20 @@ document.body.append(toolbar, status, tooltip);
 
 const svg = select(document.body).append('svg').attr('id', 'graph').attr('class', 'graph');
 const root = svg.append('g').attr('class', 'root');
+/**
+ * The drawing area's size, measured while it is empty (each draw) and on resize. d3-zoom's default
+ * extent reads the SVG's size on every transform, which, with thousands of nodes just drawn,
+ * forces a full synchronous layout.
+ */
+let viewport = { width: 0, height: 0 };
+const measureViewport = (): void => {
+  const box = (svg.node() as SVGSVGElement).getBoundingClientRect();
+  viewport = { width: box.width, height: box.height };
+};
+window.addEventListener('resize', measureViewport);
 const zoomer = zoom<SVGSVGElement, unknown>()
   .scaleExtent([0.02, 4])
+  .extent(() => [[0, 0], [viewport.width, viewport.height]])
   .on('zoom', (event: { transform: ZoomTransform; sourceEvent: unknown }) => {
     root.attr('transform', event.transform.toString());
     // Only the user's own zoom and pan is kept: until there is one, each redraw of a growing graph fits it anew.
@@ -181,6 +193,9 @@ function draw(anchor?: { from: string; to: string }): void {
   const hi = Math.max(...factors, 1);
   const colour = scaleSequential(interpolateRdYlGn).domain([lo, hi === lo ? lo + 1 : hi]);
   root.selectAll('*').remove();
+  // Measured while the drawing is empty: asked after the thousands of nodes are in, it forces a
+  // synchronous layout of all of them (a third of the draw time at 2,000 commands).
+  measureViewport();
 
   const edges = root.append('g').attr('class', 'edges');
   for (const e of folded.edges) {
@@ -266,7 +281,7 @@ function draw(anchor?: { from: string; to: string }): void {
   applyEdgeVisibility();
   highlightStep(currentStep);
   restoreHover();
-  placeView(layout, before && anchor ? { before, after: pos.get(anchor.to) } : undefined);
+  placeView(layout, viewport, before && anchor ? { before, after: pos.get(anchor.to) } : undefined);
   document.body.dataset.folded = String(folded.folded);
   document.body.dataset.renderMs = (performance.now() - t0).toFixed(1);
   document.body.dataset.ready = 'true';
@@ -280,14 +295,13 @@ function setFold(next: FoldState, anchor: { from: string; to: string }): void {
 }
 
 /** The user's zoom and pan if there is one (moved so a clicked node stays put), else the whole graph fitted. */
-function placeView(layout: { width: number; height: number }, anchor?: { before: Position; after?: Position }): void {
+function placeView(layout: { width: number; height: number }, box: { width: number; height: number }, anchor?: { before: Position; after?: Position }): void {
   if (anchor?.after) {
     const t = zoomTransform(svg.node() as SVGSVGElement).translate(anchor.before.x - anchor.after.x, anchor.before.y - anchor.after.y);
     svg.call(zoomer.transform, t);
     saveTransform(t);
     return;
   }
-  const box = (svg.node() as SVGSVGElement).getBoundingClientRect();
   const initial = state.transform
     ? zoomIdentity.translate(state.transform.x, state.transform.y).scale(state.transform.k)
     : zoomIdentity.translate(20, 20).scale(Math.min(1, Math.max(0.05, Math.min((box.width - 40) / Math.max(layout.width, 1), (box.height - 40) / Math.max(layout.height, 1)))));
