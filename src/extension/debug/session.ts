@@ -402,6 +402,7 @@ export class TbrlDebugSession extends DebugSession {
     await this.replaceLiveRun(target, reason);
     return true;
   }
+
   /**
    * Restart frame = fork: a new live run starts from the checkpoint of that step's container (its
    * files, cwd and environment after the step), with steps 0..k copied and the conversation rebuilt.
