@@ -6,7 +6,6 @@
  * the graph with the production bundle dist/webview/trace-graph.js in real Chromium.
  * Exits non-zero when a budget is missed.
  */
-import { createServer, type AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -14,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { chromium } from 'playwright-core';
-import { TbrlDebugSession } from '../src/extension/debug/session';
+import { startAdapterServer } from '../test/helpers/adapter-server';
 import { syntheticTrajectory } from '../test/helpers/trajectory-fixture';
 import { syntheticGraph } from '../test/helpers/graph-fixture';
 
@@ -27,17 +26,12 @@ async function debuggerFirstStop(steps: number, runs: number): Promise<number[]>
   writeFileSync(file, syntheticTrajectory(steps));
   const sizeMb = readFileSync(file).length / 1e6;
   console.log(`trajectory: ${steps} steps, ${sizeMb.toFixed(1)} MB`);
-  const server = createServer((socket) => {
-    const s = new TbrlDebugSession();
-    s.setRunAsServer(true);
-    s.start(socket, socket);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const server = await startAdapterServer();
   const times: number[] = [];
   try {
     for (let i = 0; i < runs; i++) {
       const dc = new DebugClient('node', 'unused', 'tbrl');
-      await dc.start((server.address() as AddressInfo).port);
+      await dc.start(server.port);
       const t0 = performance.now();
       const stopped = dc.waitForEvent('stopped');
       await dc.initializeRequest();

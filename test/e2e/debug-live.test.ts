@@ -1,28 +1,22 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server, type AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { TbrlDebugSession } from '../../src/extension/debug/session';
 import { removeRunContainers, runIdsIn } from './session';
+import { startAdapterServer, type AdapterServer } from '../helpers/adapter-server';
 
 // A live run through the debug adapter on real Docker (the oracle plays the agent): the run pauses
 // inside the agent loop before each turn, a human edit replaces the turn and becomes a preference
 // label, stepping stops before the next turn, and the finished run stays open for inspection.
-let server: Server;
+let server: AdapterServer;
 let runsDir: string;
 
 before(async () => {
   runsDir = mkdtempSync(join(tmpdir(), 'tbrl-live-dbg-'));
-  server = createServer((socket) => {
-    const s = new TbrlDebugSession();
-    s.setRunAsServer(true);
-    s.start(socket, socket);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  server = await startAdapterServer();
 });
 
 after(() => {
@@ -33,7 +27,7 @@ after(() => {
 
 test('live: stop before the first turn, a human edit runs instead and is labelled, next stops before the following turn', { timeout: 180_000 }, async () => {
   const dc = new DebugClient('node', 'unused', 'tbrl');
-  await dc.start((server.address() as AddressInfo).port);
+  await dc.start(server.port);
   try {
     const stopped = (): Promise<DebugProtocol.StoppedEvent> => dc.waitForEvent('stopped', 120_000) as Promise<DebugProtocol.StoppedEvent>;
     let next = stopped();

@@ -6,29 +6,23 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server, type AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { TbrlDebugSession } from '../../src/extension/debug/session';
 import { readTrajectory } from '../../src/core/trajectory/reader';
 import type { PendingTurnInfo } from '../../src/extension/debug/decisions';
 import { startOpenAIServer } from '../helpers/openai-server';
 import { CANDIDATES, SECOND, scriptedCandidates } from '../helpers/scripted-candidates';
+import { startAdapterServer, type AdapterServer } from '../helpers/adapter-server';
 
-let server: Server;
+let server: AdapterServer;
 let runsDir: string;
 
 before(async () => {
   runsDir = mkdtempSync(join(tmpdir(), 'tbrl-decide-'));
-  server = createServer((socket) => {
-    const s = new TbrlDebugSession();
-    s.setRunAsServer(true);
-    s.start(socket, socket);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  server = await startAdapterServer();
 });
 
 after(() => {
@@ -41,7 +35,7 @@ test('tbrl/pendingTurn shows the waiting candidates and verifier scores; a pick 
   const srv = await startOpenAIServer({ models: ['m'], respond: model });
   const dc = new DebugClient('node', 'unused', 'tbrl');
   dc.defaultTimeout = 30_000;
-  await dc.start((server.address() as AddressInfo).port);
+  await dc.start(server.port);
   const stopped = (): Promise<DebugProtocol.StoppedEvent> => dc.waitForEvent('stopped', 120_000) as Promise<DebugProtocol.StoppedEvent>;
   try {
     await dc.initializeRequest();

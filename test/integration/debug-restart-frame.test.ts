@@ -7,29 +7,23 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server, type AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import Docker from 'dockerode';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { TbrlDebugSession } from '../../src/extension/debug/session';
 import { readTrajectory } from '../../src/core/trajectory/reader';
 import { startOpenAIServer } from '../helpers/openai-server';
+import { startAdapterServer, type AdapterServer } from '../helpers/adapter-server';
 
-let server: Server;
+let server: AdapterServer;
 let runsDir: string;
 const docker = new Docker();
 
 before(async () => {
   runsDir = mkdtempSync(join(tmpdir(), 'tbrl-restart-frame-'));
-  server = createServer((socket) => {
-    const s = new TbrlDebugSession();
-    s.setRunAsServer(true);
-    s.start(socket, socket);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  server = await startAdapterServer();
 });
 
 after(() => {
@@ -49,7 +43,7 @@ test('restart frame forks a live run from that step: forkedFrom set, state of th
   );
   const dc = new DebugClient('node', 'unused', 'tbrl');
   dc.defaultTimeout = 30_000;
-  await dc.start((server.address() as AddressInfo).port);
+  await dc.start(server.port);
   const stopped = (): Promise<DebugProtocol.StoppedEvent> => dc.waitForEvent('stopped', 60_000) as Promise<DebugProtocol.StoppedEvent>;
   let sourceRunId: string | undefined;
   let forkRunId: string | undefined;
@@ -108,7 +102,7 @@ test('restart frame forks a live run from that step: forkedFrom set, state of th
 async function withSession(launch: Record<string, unknown>, body: (dc: DebugClient, stopped: () => Promise<DebugProtocol.StoppedEvent>, runIds: string[]) => Promise<void>): Promise<void> {
   const dc = new DebugClient('node', 'unused', 'tbrl');
   dc.defaultTimeout = 30_000;
-  await dc.start((server.address() as AddressInfo).port);
+  await dc.start(server.port);
   const stopped = (): Promise<DebugProtocol.StoppedEvent> => dc.waitForEvent('stopped', 60_000) as Promise<DebugProtocol.StoppedEvent>;
   const runIds: string[] = [];
   try {

@@ -1,16 +1,15 @@
 import { test, before, after, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server, type AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import { TbrlDebugSession } from '../../src/extension/debug/session';
 import { syntheticTrajectory } from '../helpers/trajectory-fixture';
+import { startAdapterServer, type AdapterServer } from '../helpers/adapter-server';
 
 // The adapter runs in this process behind a socket, as VS Code's inline adapter runs it in the extension host.
-let server: Server;
+let server: AdapterServer;
 let port: number;
 let dir: string;
 let trajectory: string;
@@ -20,13 +19,8 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tbrl-dbg-'));
   trajectory = join(dir, 'trajectory.jsonl');
   writeFileSync(trajectory, syntheticTrajectory(10));
-  server = createServer((socket) => {
-    const session = new TbrlDebugSession();
-    session.setRunAsServer(true);
-    session.start(socket, socket);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  port = (server.address() as AddressInfo).port;
+  server = await startAdapterServer();
+  port = server.port;
 });
 after(() => {
   server.close();
