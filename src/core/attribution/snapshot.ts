@@ -89,7 +89,8 @@ async function storeOriginal(source: OriginalSource, path: string, runDir: strin
     const bytes = content.content.length;
     if (bytes > limits.fileBytes) return { status: 'skipped', reason: `${bytes} bytes, over the ${limits.fileBytes}-byte per-file limit` };
     if (total + bytes > limits.totalBytes) return { status: 'skipped', reason: `would exceed the ${limits.totalBytes}-byte snapshot limit` };
-    const out = join(runDir, ORIGINALS_DIR, safeRelative(path)!);
+    // Only files whose final content was saved get here, so the path is a safe container path.
+    const out = originalFilePath(runDir, path)!;
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, content.content);
     return { status: 'stored', bytes };
