@@ -1,4 +1,5 @@
 import type { CommandTrace, VerifierTrace } from '../trace/types';
+import type { TrialOutcome } from '../run/outcome';
 
 /**
  * trajectory.jsonl: a header line, one line per step (appended and flushed as each step ends,
@@ -149,6 +150,8 @@ export interface TrajectoryFooter {
   verifierTrace?: VerifierTrace;
   depgpo?: DepgpoRecord;
   usage: { promptTokens: number; completionTokens: number; verifierCalls: number; verifierOutputTokens: number };
+  /** The trial's outcome class and its root cause (src/core/run/outcome.ts); read it through `outcomeOf`. */
+  outcome?: TrialOutcome;
 }
 
 export type TrajectoryLine = TrajectoryHeader | StepRecord | TrajectoryFooter;
