@@ -60,7 +60,7 @@ const round = (x: number) => Math.round(x * 1e12) / 1e12;
  * Pure, so the weighting rules are testable without a container.
  */
 export function combineReward(
-  testRun: Pick<TestRunResult, 'tests' | 'outcomes' | 'error'>,
+  testRun: Pick<TestRunResult, 'tests' | 'outcomes' | 'error' | 'metrics' | 'metricsRule'>,
   judged: JudgeResult | { missing: string } | undefined,
   configuredWeights: Partial<RewardWeights> = DEFAULT_REWARD_WEIGHTS,
 ): RewardRecord {
@@ -70,6 +70,10 @@ export function combineReward(
   else {
     reward.tests = testRun.tests;
     reward.testOutcomes = testRun.outcomes;
+    if (testRun.metrics) {
+      reward.metrics = testRun.metrics;
+      reward.metricsRule = testRun.metricsRule;
+    }
   }
 
   let judgeScore: number | undefined;

@@ -51,6 +51,10 @@ export interface TestRunResult {
   verifierTrace?: VerifierTrace;
   /** The raw command trace, for callers that want line-level detail of the verifier's own writes. */
   commandTrace?: CommandTrace;
+  /** Harbor reward.json: every numeric metric the verifier wrote, kept beside the reward. */
+  metrics?: Record<string, number>;
+  /** Which metric (or rule over them) became `tests`, in words, for the report. */
+  metricsRule?: string;
 }
 
 export interface RunTestsOptions {
@@ -63,6 +67,12 @@ export interface RunTestsOptions {
   /** Output kept from the run; the pytest summary is at the end, so the tail matters most. */
   maxOutputBytes?: number;
   logTailChars?: number;
+  /** Harbor [verifier].env (already resolved): exported for the test run only. */
+  env?: Record<string, string>;
+  /** Harbor [verifier].user when it differs from the agent's: the run goes through a docker exec as that user (untraced). */
+  user?: string;
+  /** Harbor [[steps]]: directories copied into /tests in order, later ones overriding (the task's tests/, then the step's). */
+  testsDirs?: string[];
 }
 
 export const HARBOR_REWARD_DIR = '/logs/verifier';
@@ -93,10 +103,14 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** Copies the tests in: a fresh /tests, so nothing the agent left there (a conftest.py) can steer the run. */
-async function installTests(task: Task, sandbox: Sandbox, testDir: string): Promise<{ script: string } | TestError> {
+async function installTests(task: Task, sandbox: Sandbox, testDir: string, layers?: string[]): Promise<{ script: string } | TestError> {
   const extra = [];
   let script: string;
-  if (task.tests.kind === 'harbor-reward') {
+  if (layers) {
+    script = `${testDir}/test.sh`;
+    const present = await Promise.all(layers.map((d) => exists(`${d}/test.sh`)));
+    if (!present.some(Boolean)) return { kind: 'task-error', message: `Harbor task ${task.id}: none of ${layers.join(', ')} has a test.sh. Fix: add steps/<name>/tests/test.sh or tests/test.sh.`, logTail: '' };
+  } else if (task.tests.kind === 'harbor-reward') {
     script = `${testDir}/${basename(task.tests.runner)}`;
     if (!(await exists(task.tests.runner))) {
       return { kind: 'task-error', message: `Harbor task ${task.id} has no ${task.tests.runner}. Fix: add tests/test.sh that writes ${HARBOR_REWARD_DIR}/reward.txt.`, logTail: '' };
@@ -111,7 +125,9 @@ async function installTests(task: Task, sandbox: Sandbox, testDir: string): Prom
   try {
     const prep = await sandbox.execArgv(['sh', '-c', `rm -rf -- ${shq(testDir)} && mkdir -p ${shq(testDir)} ${HARBOR_REWARD_DIR} && rm -f ${HARBOR_REWARD_DIR}/reward.txt ${HARBOR_REWARD_DIR}/reward.json`], { timeoutMs: 30_000 });
     if (prep.exitCode !== 0) return { kind: 'sandbox-error', message: `could not prepare ${testDir} in the container (exit ${prep.exitCode})`, logTail: tail(prep.output, DEFAULT_TAIL) };
-    await sandbox.putArchive(await tarOf(testsDirExists ? task.tests.dir : undefined, extra), testDir);
+    if (layers) {
+      for (const dir of layers) if (await exists(dir)) await sandbox.putArchive(await tarOf(dir), testDir);
+    } else await sandbox.putArchive(await tarOf(testsDirExists ? task.tests.dir : undefined, extra), testDir);
   } catch (err) {
     return { kind: 'sandbox-error', message: `could not copy the tests into the container: ${errorMessage(err)}`, logTail: '' };
   }
@@ -127,11 +143,12 @@ async function installTests(task: Task, sandbox: Sandbox, testDir: string): Prom
  * shadow) makes `unset` and `exec` the special builtins; `exec -c` then drops the environment.
  * A shell that refuses posix mode fails the run (a `:?` expansion, again no command lookup).
  */
-function runCommand(script: string, testDir: string): string {
+function runCommand(script: string, testDir: string, env: Record<string, string> = {}): string {
   const clean = [
     `while IFS= read -r -d '' kv; do export "$kv" 2>/dev/null; done < /proc/1/environ`,
     'cd "$(readlink /proc/1/cwd 2>/dev/null || echo /)" 2>/dev/null || cd /',
     `export TEST_DIR=${shq(testDir)}`,
+    ...Object.entries(env).map(([k, v]) => `export ${k}=${shq(v)}`),
     `exec bash ${shq(script)}`,
   ].join('\n');
   return [
@@ -148,13 +165,16 @@ export async function runTests(options: RunTestsOptions): Promise<TestRunResult>
   const tailChars = options.logTailChars ?? DEFAULT_TAIL;
   const started = Date.now();
 
-  const installed = await installTests(task, sandbox, testDir);
+  const installed = await installTests(task, sandbox, testDir, options.testsDirs);
   if ('kind' in installed) return { error: installed, durationMs: Date.now() - started, log: installed.logTail };
 
   const timeoutMs = options.timeoutMs ?? Math.round((task.testTimeoutSec > 0 ? task.testTimeoutSec : 180) * 1000);
   let exec: ExecResult;
   try {
-    exec = await sandbox.exec(runCommand(installed.script, testDir), { timeoutMs, trace: true, maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT });
+    const command = runCommand(installed.script, testDir, options.env);
+    exec = options.user !== undefined
+      ? await sandbox.execArgv(['/bin/bash', '--noprofile', '--norc', '-c', command], { timeoutMs, maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT, user: options.user })
+      : await sandbox.exec(command, { timeoutMs, trace: true, maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT });
   } catch (err) {
     return { error: { kind: 'sandbox-error', message: `the test run could not be executed: ${errorMessage(err)}`, logTail: '' }, durationMs: Date.now() - started, log: '' };
   }
@@ -170,7 +190,7 @@ export async function runTests(options: RunTestsOptions): Promise<TestRunResult>
   if (exec.timedOut) {
     return { ...base, error: { kind: 'timeout', message: `the tests did not finish within the task's test timeout (${timeoutMs / 1000}s) and were killed`, logTail } };
   }
-  if (task.tests.kind === 'harbor-reward') return { ...base, ...(await readHarborReward(sandbox, exec, logTail)) };
+  if (task.tests.kind === 'harbor-reward' || options.testsDirs) return { ...base, ...(await readHarborReward(sandbox, exec, logTail)) };
   return { ...base, ...scorePytest(task, exec, logTail) };
 }
 
@@ -194,8 +214,21 @@ function scorePytest(task: Task, exec: ExecResult, logTail: string): Pick<TestRu
   }
 }
 
-/** Harbor's contract: reward.txt holds one float; otherwise reward.json holds {"reward": x} (or one named score). */
-async function readHarborReward(sandbox: Sandbox, exec: ExecResult, logTail: string): Promise<Pick<TestRunResult, 'tests' | 'outcomes' | 'error'>> {
+/**
+ * Harbor's contract: reward.txt holds one float; otherwise reward.json holds a flat map of numeric
+ * metrics. Harbor's reward is its `reward` key, or the only key; for several metrics without a
+ * `reward` key Harbor itself defines no scalar (its default mean metric refuses them), so tbrl takes
+ * their mean and says so in `metricsRule`. Every metric is kept in `metrics`.
+ */
+export function harborRewardOf(metrics: Record<string, number>): { value: number; rule: string } | undefined {
+  const keys = Object.keys(metrics);
+  if (keys.length === 0) return undefined;
+  if ('reward' in metrics) return { value: metrics.reward, rule: keys.length === 1 ? 'reward' : `the "reward" key (other metrics kept: ${keys.filter((k) => k !== 'reward').join(', ')})` };
+  if (keys.length === 1) return { value: metrics[keys[0]], rule: `the only metric, "${keys[0]}"` };
+  return { value: keys.reduce((a, k) => a + metrics[k], 0) / keys.length, rule: `mean of ${keys.length} metrics (${keys.join(', ')}): reward.json has no "reward" key, and Harbor defines no single reward for several metrics` };
+}
+
+async function readHarborReward(sandbox: Sandbox, exec: ExecResult, logTail: string): Promise<Pick<TestRunResult, 'tests' | 'outcomes' | 'error' | 'metrics' | 'metricsRule'>> {
   const read = async (name: string) => {
     try {
       return (await sandbox.readFile(`${HARBOR_REWARD_DIR}/${name}`)).toString('utf8');
@@ -225,10 +258,15 @@ async function readHarborReward(sandbox: Sandbox, exec: ExecResult, logTail: str
     }
     if (typeof data === 'number') return inRange(data, 'reward.json');
     if (data && typeof data === 'object' && !Array.isArray(data)) {
-      const entries = Object.entries(data as Record<string, unknown>).filter(([, v]) => typeof v === 'number');
-      const chosen = entries.find(([k]) => k === 'reward') ?? (entries.length === 1 ? entries[0] : undefined);
-      if (chosen) return inRange(chosen[1] as number, `reward.json:${chosen[0]}`);
-      return bad(`${HARBOR_REWARD_DIR}/reward.json has no "reward" key and ${entries.length} numeric keys (${entries.map(([k]) => k).join(', ') || 'none'}); write {"reward": <0..1>}`);
+      const metrics = Object.fromEntries(Object.entries(data as Record<string, unknown>).flatMap(([k, v]) => (typeof v === 'number' ? [[k, v]] : typeof v === 'boolean' ? [[k, v ? 1 : 0]] : [])));
+      const chosen = harborRewardOf(metrics);
+      if (!chosen) return bad(`${HARBOR_REWARD_DIR}/reward.json has no numeric metric; write {"reward": <0..1>} or several named metrics`);
+      const outOfRange = Object.entries(metrics).filter(([, v]) => !(Number.isFinite(v) && v >= 0 && v <= 1));
+      if (outOfRange.length > 0) return bad(`${HARBOR_REWARD_DIR}/reward.json: ${outOfRange.map(([k, v]) => `${k} = ${v}`).join(', ')} not in [0, 1]`);
+      const scored = inRange(chosen.value, 'reward.json');
+      if ('error' in scored) return scored;
+      const outcomes = Object.entries(metrics).map(([name, v]) => ({ name: `reward.json:${name}`, status: v >= 1 ? 'passed' as const : 'failed' as const, weight: 1 / Object.keys(metrics).length }));
+      return { tests: scored.tests, outcomes, metrics, metricsRule: chosen.rule };
     }
     return bad(`${HARBOR_REWARD_DIR}/reward.json must be an object like {"reward": 1.0}`);
   }

@@ -32,6 +32,7 @@ import { readTrajectory } from '../trajectory/reader';
 import { DockerSandbox } from '../sandbox/docker-sandbox';
 import { connectDocker } from '../sandbox/docker-client';
 import { ImageMissingError } from '../sandbox/errors';
+import { createTaskSandbox, installSolution, verifierTestOptions, withVerifierSandbox } from './task-sandbox';
 import { conversationThrough, prepareFork, restoreShellState, type ForkSource, type PreparedFork } from './fork';
 
 export type RunProgress =
@@ -139,6 +140,9 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
   const fork = options.forkFrom ? await prepareFork(options.forkFrom, cwd) : undefined;
   progress({ type: 'phase', phase: 'task', message: `Loading task ${options.taskDir}` });
   const task = options.task ?? (await loadTask(resolve(cwd, options.taskDir)));
+  if (task.harbor?.steps) {
+    throw new TbrlError('TASK_UNSUPPORTED_FIELD', `Task ${task.id} is a multi-step Harbor task ([[steps]]): tbrl validate runs its steps (oracle and empty agent, per-step verifiers, min_reward, ${task.harbor.stepRewardStrategy} reward), but an agent run of steps is not supported yet.`, 'Validate it with `tbrl validate`, or run one step as a single-step task.');
+  }
   const config = resolveRunConfig(options, env, cwd);
   let policyHeader: TrajectoryHeader['policy'];
   let verifierHeader: TrajectoryHeader['verifier'];
@@ -193,13 +197,9 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     const provider = options.sandboxProvider ?? new DockerSandboxProvider();
     const inner = fork
       ? await forkSandbox(provider, fork, { runId, network: task.allowInternet, onProgress: (line) => progress({ type: 'build', line }), signal: options.signal })
-      : await provider.create({
-        image: options.sandboxImage ?? ('image' in task.environment ? { kind: 'image', image: task.environment.image } : { kind: 'dockerfile', context: task.environment.context, dockerfile: task.environment.dockerfile }),
-        runId,
-        network: task.allowInternet,
-        onProgress: (line) => progress({ type: 'build', line }),
-        signal: options.signal,
-      });
+      : await createTaskSandbox(task, { provider, runId, image: options.sandboxImage, hostEnv: env, onProgress: (line) => progress({ type: 'build', line }), signal: options.signal });
+    // Harbor's oracle finds its solution/ at /solution; a model's run never does.
+    if (!fork && policyHeader.kind === 'oracle') await installSolution(task, inner, env);
     // Tracing is best effort: when the helper cannot start, the run goes on untraced and the header says why.
     try {
       sandbox = await createTracedSandbox(inner, { enabled: options.trace !== false });
@@ -265,7 +265,9 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     } else if (!options.skipReward && !interrupted) {
       progress({ type: 'phase', phase: 'reward', message: config.judge ? `Running the tests and the judge (${config.judge.model})` : 'Running the tests' });
       const judge = config.judge ? { backend: { kind: 'openai' as const, ...config.judge } } : undefined;
-      const r = await computeReward({ task, sandbox, trajectoryLines: [header, ...steps], signal: options.signal, ...(judge ? { judge } : {}) });
+      const agentSandbox = sandbox;
+      const r = await withVerifierSandbox(task, agentSandbox, provider, runId, (verifierSandbox) =>
+        computeReward({ task, sandbox: verifierSandbox, trajectoryLines: [header, ...steps], signal: options.signal, tests: verifierTestOptions(task, env), ...(judge ? { judge } : {}) }), env);
       reward = await progressRecorder.finish(r.reward);
       verifierTrace = r.verifierTrace;
       if (reward.testError) warn(`The tests could not be scored (${reward.testError.kind}): ${reward.testError.message}`);

@@ -120,7 +120,7 @@ export class DockerSandbox implements Sandbox {
     }
   }
 
-  async execArgv(argv: string[], options: ExecOptions & { cwd?: string; env?: Record<string, string> } = {}): Promise<ExecResult> {
+  async execArgv(argv: string[], options: ExecOptions & { cwd?: string; env?: Record<string, string>; user?: string } = {}): Promise<ExecResult> {
     this.assertOpen();
     if (argv.length === 0) throw new SandboxFileError('execArgv', 'empty argv: pass the program and its arguments, e.g. ["pytest", "-q"]');
     const started = Date.now();
@@ -135,6 +135,7 @@ export class DockerSandbox implements Sandbox {
         AttachStderr: true,
         Tty: false,
         WorkingDir: options.cwd,
+        ...(options.user !== undefined ? { User: options.user } : {}),
         Env: options.env ? Object.entries(options.env).map(([k, v]) => `${k}=${v}`) : undefined,
       });
       if (options.background) {

@@ -116,6 +116,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       Cmd: [],
       Env: Object.entries(launch.env ?? {}).map(([k, v]) => `${k}=${v}`),
       WorkingDir: launch.workdir,
+      ...(spec.user !== undefined ? { User: spec.user } : {}),
       Labels: {
         [LABEL_PROJECT]: PROJECT_LABEL_VALUE,
         [LABEL_RUN]: spec.runId,
@@ -130,7 +131,7 @@ export class DockerSandboxProvider implements SandboxProvider {
         NanoCpus: Math.round(limits.cpus * 1e9),
         PidsLimit: limits.pids,
         SecurityOpt: ['no-new-privileges'],
-        NetworkMode: spec.network ? 'bridge' : 'none',
+        NetworkMode: spec.networkName ?? (spec.network ? 'bridge' : 'none'),
         Init: initAvailable(this.connection),
         Binds: launch.binds,
         Mounts: launch.mounts,

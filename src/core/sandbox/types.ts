@@ -41,6 +41,10 @@ export interface SandboxSpec {
   network?: boolean;
   env?: Record<string, string>;
   workdir?: string;
+  /** User (name or uid) the container and its shell run as; undefined: the image's USER. */
+  user?: string;
+  /** A network of the task's own (sidecars live on it) instead of the default bridge / none. */
+  networkName?: string;
   /** Workspace mode (devcontainer): copy (default; the user's files are never written) or bind mount (opt-in). */
   workspace?: { hostPath: string; containerPath: string; mode: 'copy' | 'bind' };
   /** Build progress lines (image builds can take minutes). */
@@ -101,7 +105,7 @@ export interface Sandbox {
   /** Run a command in the persistent shell: cwd and exported env persist between calls. */
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
   /** Run a program directly (not through the persistent shell), e.g. a test runner; same caps and timeouts. */
-  execArgv(argv: string[], options?: ExecOptions & { cwd?: string; env?: Record<string, string> }): Promise<ExecResult>;
+  execArgv(argv: string[], options?: ExecOptions & { cwd?: string; env?: Record<string, string>; user?: string }): Promise<ExecResult>;
   /** File primitives: no shell quoting, any bytes. Offset/limit are in lines (1-based offset). */
   readFile(path: string): Promise<Buffer>;
   writeFile(path: string, content: Buffer | string, mode?: number): Promise<void>;

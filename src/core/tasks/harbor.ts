@@ -5,6 +5,7 @@ import type { Task } from './model';
 import { FieldReader, authorOf, isPlainObject, parseTomlDoc } from './fields';
 import { exists } from './fsutil';
 import { readTestWeights } from './weights';
+import { readHarborRuntime } from './harbor-runtime';
 
 export const HARBOR_TASK_FILE = 'task.toml';
 export const HARBOR_INSTRUCTION_FILE = 'instruction.md';
@@ -51,8 +52,10 @@ export async function readHarbor(dir: string): Promise<Task> {
   const f = new FieldReader(doc, HARBOR_EXAMPLE);
   for (const table of ['task', 'metadata', 'verifier', 'agent', 'environment', 'solution']) f.table([table]);
 
+  const runtime = await readHarborRuntime(dir, f);
   const instructionFile = join(dir, HARBOR_INSTRUCTION_FILE);
-  const instruction = await readFile(instructionFile, 'utf8').catch(() => undefined);
+  // A multi-step task's instructions are per step (steps/<name>/instruction.md); the root one is optional.
+  const instruction = (await readFile(instructionFile, 'utf8').catch(() => undefined)) ?? runtime.steps?.[0].instruction;
   if (instruction === undefined || instruction.trim() === '') {
     throw new TbrlError(
       'TASK_NO_INSTRUCTION',
@@ -79,7 +82,9 @@ export async function readHarbor(dir: string): Promise<Task> {
 
   const testsDir = join(dir, 'tests');
   const runner = join(testsDir, 'test.sh');
-  const runnerText = await readFile(runner, 'utf8').catch(() => undefined);
+  // Steps may each bring their own test.sh; the task's tests/ is then only shared helpers.
+  const stepRunner = runtime.steps?.map((s) => s.testsDir && join(s.testsDir, 'test.sh')).find((p) => p !== undefined);
+  const runnerText = (await readFile(runner, 'utf8').catch(() => undefined)) ?? (stepRunner !== undefined ? await readFile(stepRunner, 'utf8').catch(() => undefined) : undefined);
   if (runnerText === undefined) {
     throw new TbrlError(
       'TASK_NO_TESTS',
@@ -105,7 +110,8 @@ export async function readHarbor(dir: string): Promise<Task> {
     allowInternet: f.boolean(['environment', 'allow_internet']) ?? true,
     tests: { runner, dir: testsDir, kind: runnerText.includes(FROM_TB_MARKER) ? 'pytest-summary' : 'harbor-reward' },
     testWeights: weights?.weights,
-    solution: (await exists(solve)) ? { kind: 'script', path: solve } : undefined,
+    solution: (await exists(solve)) ? { kind: 'script', path: solve } : runtime.steps?.[0].solution ? { kind: 'script', path: runtime.steps[0].solution } : undefined,
+    harbor: runtime,
     extra: {
       ...splitUnmodelled(doc.data, layout),
       harborLayout: layout,

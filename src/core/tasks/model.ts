@@ -1,3 +1,4 @@
+import type { HarborRuntime } from './harbor-runtime';
 /**
  * The task model shared by both on-disk formats (Terminal-Bench 1.x and Harbor) and by
  * devcontainer workspaces. Loaders fill it; writers serialise it; fields a format has that this
@@ -38,6 +39,8 @@ export interface Task {
   solution?: { kind: 'script'; path: string } | { kind: 'commands'; commands: string[] };
   /** Tev tasks carry a progress contract (src/core/synth). */
   progressContract?: string;
+  /** Harbor tasks: what task.toml asks of the runtime (its fields also stay verbatim in extra.taskToml). */
+  harbor?: HarborRuntime;
   /** Format fields not modelled above, kept verbatim. */
   extra: Record<string, unknown>;
 }

@@ -10,6 +10,9 @@ import type { Task } from './model';
 import { loadTask } from './load';
 import { isTevTask, revalidateTevTask } from '../synth/revalidate';
 import { staticCheckTask, type Finding } from './static-checks';
+import { installSolution, createTaskSandbox, verifierTestOptions, withVerifierSandbox } from '../run/task-sandbox';
+import { runHarborSteps } from '../run/harbor-steps';
+import type { LoopResult } from '../agent/loop';
 
 /**
  * `tbrl validate`: a task is valid when its static checks pass, its image builds, the reference
@@ -149,12 +152,14 @@ export async function validateTask(path: string, options: ValidateOptions): Prom
     result.problems.push(`oracle: ${result.oracle.message}`);
   } else {
     stage('build', 'building the image');
-    const oracle = await withSandbox(task, options, result, async (sandbox) => {
+    const oracle = await withSandbox(task, options, result, async (sandbox, runId) => {
       const mode = oracleMode(task, options.oracle ?? 'policy');
       stage('oracle', `running the reference solution (${mode === 'policy' ? 'oracle policy through the agent loop' : 'script'})`);
+      if (task.harbor?.steps) return runStepsOracle(task, sandbox, options.provider!, runId, mode);
+      await installSolution(task, sandbox);
       const ran = mode === 'policy' ? await runOraclePolicy(task, sandbox) : await runSolution(task, sandbox);
       if (ran.error) return { run: undefined, error: ran.error };
-      return { run: await runTests({ task, sandbox }) };
+      return { run: await verify(task, sandbox, options.provider!, runId), solutionOutput: ran.output };
     });
     if (oracle) result.oracle = scoreStage(oracle, (score) => score >= 1, 'the reference solution must score 1');
     if (result.oracle.status === 'failed') result.problems.push(`oracle: ${result.oracle.message}`);
@@ -164,7 +169,7 @@ export async function validateTask(path: string, options: ValidateOptions): Prom
   if (result.build.status !== 'failed') {
     if (result.build.status === 'skipped') stage('build', 'building the image');
     stage('empty', 'running the tests on an untouched container');
-    const empty = await withSandbox(task, options, result, async (sandbox) => ({ run: await runTests({ task, sandbox }) }));
+    const empty = await withSandbox(task, options, result, async (sandbox, runId) => ({ run: task.harbor?.steps ? (await runHarborSteps(task, sandbox, options.provider!, runId, async () => ({}))).run : await verify(task, sandbox, options.provider!, runId) }));
     if (empty) {
       result.empty = scoreStage(empty, (score) => score < 1, 'an agent that does nothing scores 1: the tests do not check the work', true);
       if (result.empty.status === 'failed') result.problems.push(`empty agent: ${result.empty.message}`);
@@ -176,20 +181,33 @@ export async function validateTask(path: string, options: ValidateOptions): Prom
   return finish();
 }
 
-type StageRun = { run?: TestRunResult; error?: string };
+type StageRun = { run?: TestRunResult; error?: string; /** The tail of what the reference solution printed, shown when it does not score 1. */ solutionOutput?: string };
+
+/** The task's verifier over a sandbox: Harbor's [verifier] env and user, and a container of its own in separate mode. */
+function verify(task: Task, sandbox: Sandbox, provider: SandboxProvider, runId: string): Promise<TestRunResult> {
+  return withVerifierSandbox(task, sandbox, provider, runId, (v) => runTests({ task, sandbox: v, ...verifierTestOptions(task) }));
+}
+
+/** A multi-step task's oracle: each step's solve.sh (at /solution) then that step's verifier, as Harbor's oracle runs steps. */
+async function runStepsOracle(task: Task, sandbox: Sandbox, provider: SandboxProvider, runId: string, mode: 'policy' | 'script'): Promise<StageRun> {
+  const outputs: string[] = [];
+  const steps = await runHarborSteps(task, sandbox, provider, runId, async (stepTask) => {
+    if (!stepTask.solution) return { error: `step ${stepTask.id} has no solution/solve.sh` };
+    await installSolution(stepTask, sandbox);
+    const ran = mode === 'policy' ? await runOraclePolicy(stepTask, sandbox) : await runSolution(stepTask, sandbox);
+    if (ran.output) outputs.push(ran.output);
+    return ran;
+  });
+  return { ...steps, solutionOutput: outputs.join('\n') };
+}
 
 /** Create a container from the task image (recording the build), run `body`, always close it. */
-async function withSandbox(task: Task, options: ValidateOptions, result: TaskValidation, body: (sandbox: Sandbox) => Promise<StageRun>): Promise<StageRun | undefined> {
+async function withSandbox(task: Task, options: ValidateOptions, result: TaskValidation, body: (sandbox: Sandbox, runId: string) => Promise<StageRun>): Promise<StageRun | undefined> {
   const runId = `validate-${task.id.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 40)}-${randomBytes(3).toString('hex')}`;
   const buildStarted = Date.now();
   let sandbox: Sandbox;
   try {
-    sandbox = await options.provider!.create({
-      image: 'image' in task.environment ? { kind: 'image', image: task.environment.image } : { kind: 'dockerfile', context: task.environment.context, dockerfile: task.environment.dockerfile },
-      runId,
-      network: task.allowInternet,
-      signal: options.signal,
-    });
+    sandbox = await createTaskSandbox(task, { provider: options.provider!, runId, signal: options.signal });
   } catch (err) {
     result.build = { status: 'failed', message: errorMessage(err), durationMs: Date.now() - buildStarted };
     result.problems.push(`build: ${errorMessage(err).split('\n')[0]}`);
@@ -199,7 +217,7 @@ async function withSandbox(task: Task, options: ValidateOptions, result: TaskVal
     result.build = { status: 'passed', image: sandbox.info.image, substitutedFrom: sandbox.info.substitutedFrom, durationMs: Date.now() - buildStarted };
   }
   try {
-    return await body(sandbox);
+    return await body(sandbox, runId);
   } catch (err) {
     return { error: errorMessage(err) };
   } finally {
@@ -215,7 +233,7 @@ function oracleMode(task: Task, wanted: 'policy' | 'script'): 'policy' | 'script
 }
 
 /** The oracle policy through the agent loop: the same path as `tbrl run --policy oracle`. */
-async function runOraclePolicy(task: Task, sandbox: Sandbox): Promise<{ error?: string }> {
+async function runOraclePolicy(task: Task, sandbox: Sandbox): Promise<{ error?: string; output?: string }> {
   const { turns } = oracleTurns(task);
   const result = await runAgentLoop({
     policy: createOraclePolicy(task),
@@ -229,7 +247,7 @@ async function runOraclePolicy(task: Task, sandbox: Sandbox): Promise<{ error?: 
   if (result.endReason !== 'finished') {
     return { error: `the oracle run ended with '${result.endReason}' instead of finishing${result.endMessage ? `: ${result.endMessage.split('\n')[0]}` : ''}` };
   }
-  return {};
+  return { output: solutionOutputOf(result) };
 }
 
 /**
@@ -237,7 +255,7 @@ async function runOraclePolicy(task: Task, sandbox: Sandbox): Promise<{ error?: 
  * image's working directory, bounded by the agent timeout). solution.yaml commands run one by one in
  * the persistent shell, as typed keystrokes would.
  */
-async function runSolution(task: Task, sandbox: Sandbox): Promise<{ error?: string }> {
+async function runSolution(task: Task, sandbox: Sandbox): Promise<{ error?: string; output?: string }> {
   const timeoutMs = Math.round(task.agentTimeoutSec * 1000);
   const solution = task.solution!;
   if (solution.kind === 'commands') {
@@ -258,7 +276,7 @@ async function runSolution(task: Task, sandbox: Sandbox): Promise<{ error?: stri
   await sandbox.writeFile(target, script, 0o755);
   const r = await sandbox.exec(`bash ${target}; __s=$?; rm -f ${target}; (exit $__s)`, { timeoutMs });
   if (r.timedOut) return { error: `the reference solution did not finish within the agent timeout (${task.agentTimeoutSec}s)` };
-  if (r.exitCode !== 0) return { error: `the reference solution exited with ${r.exitCode}:\n${r.output.slice(-1500)}` };
+  if (r.exitCode !== 0) return { error: `the reference solution exited with ${r.exitCode}: ${causeLines(r.output)}\n${r.output.slice(-1500)}` };
   return {};
 }
 
@@ -270,7 +288,7 @@ function scoreStage(stageRun: StageRun, pass: (score: number) => boolean, failMe
     // An untouched container often makes the test runner fail outright: for the empty agent that is
     // a score of 0, unless the task or harness itself is broken.
     if (emptyAgent && !TASK_ERROR_KINDS.includes(run.error.kind)) return { ...base, status: 'passed', score: 0, message: `tests could not score the empty container (${run.error.kind}): counted as 0` };
-    return { ...base, status: 'failed', message: `${run.error.kind}: ${run.error.message}`, logTail: run.error.logTail };
+    return { ...base, status: 'failed', message: `${run.error.kind}: ${run.error.message}${run.error.logTail ? `; log: ${causeLines(run.error.logTail)}` : ''}${emptyAgent ? '' : whyNotOne(stageRun)}`, logTail: run.error.logTail };
   }
   const score = run.tests ?? 0;
   if (pass(score)) return { ...base, status: 'passed', score };
@@ -279,7 +297,29 @@ function scoreStage(stageRun: StageRun, pass: (score: number) => boolean, failMe
     ...base,
     status: 'failed',
     score,
-    message: `${failMessage} (score ${score}${!emptyAgent && failedTests.length ? `; not passed: ${failedTests.slice(0, 6).join(', ')}` : ''})`,
+    message: `${failMessage} (score ${score}${!emptyAgent && failedTests.length ? `; not passed: ${failedTests.slice(0, 6).join(', ')}` : ''})${run.metricsRule ? `; reward = ${run.metricsRule}` : ''}${emptyAgent ? '' : whyNotOne(stageRun)}`,
     logTail: run.log.slice(-2000),
   };
+}
+
+/** What the oracle's commands printed where they failed: the first thing to read when the reference does not score 1. */
+function solutionOutputOf(result: LoopResult): string | undefined {
+  const failed = result.steps.flatMap((s) => s.actions).filter((a) => a.kind === 'bash' && (a.exitCode ?? 0) !== 0);
+  if (failed.length === 0) return undefined;
+  return failed.map((a) => `$ ${String(a.input.cmd ?? '').split('\n')[0].slice(0, 120)} -> exit ${a.exitCode ?? 'timeout'}: ${a.observation.trim().split('\n').slice(-3).join(' | ').slice(0, 300)}`).join('\n');
+}
+
+/** The last lines of a log that say why: error-looking lines first, else the tail. */
+export function causeLines(log: string, max = 3): string {
+  const lines = log.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !/^[-=_ ]+$/.test(l));
+  const telling = lines.filter((l) => /error|fail|cannot|not found|no such|denied|refused|could not|resolve host|assert|traceback|exit/i.test(l));
+  return (telling.length ? telling : lines).slice(-max).join(' | ').slice(0, 400);
+}
+
+/** Why the reference solution fell short: its own failing commands, else what the tests printed. */
+function whyNotOne(stageRun: StageRun): string {
+  const parts: string[] = [];
+  if (stageRun.solutionOutput) parts.push(`the solution's failing command(s): ${stageRun.solutionOutput.split('\n').slice(0, 3).join('; ')}`);
+  else if (stageRun.run && !stageRun.run.error) parts.push(`test output: ${causeLines(stageRun.run.log)}`);
+  return parts.length ? `. Why: ${parts.join('; ')}` : '';
 }

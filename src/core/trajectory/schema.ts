@@ -121,6 +121,9 @@ export interface RewardRecord {
   tests?: number;
   testOutcomes?: TestOutcome[];
   testError?: { kind: string; message: string; logTail: string };
+  /** Harbor reward.json metrics, and which of them (or which rule over them) became `tests`. */
+  metrics?: Record<string, number>;
+  metricsRule?: string;
   judge?: { score: number; components: Record<string, number>; promptVersion: string; backend: string } | { missing: string };
   /** Tev tasks: R = 1[pass] + λΦ(s_T). */
   pprs?: { pass: boolean; phi: number; lambda: number };

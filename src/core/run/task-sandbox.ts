@@ -1,0 +1,225 @@
+import { dirname } from 'node:path';
+import type Docker from 'dockerode';
+import { TbrlError, errorMessage } from '../errors';
+import type { ImageSource, Sandbox, SandboxProvider, SandboxSpec } from '../sandbox/types';
+import { LABEL_PID, LABEL_PROJECT, LABEL_RUN } from '../sandbox/types';
+import { DockerSandboxProvider, PROJECT_LABEL_VALUE } from '../sandbox/provider';
+import { resolveImage } from '../sandbox/images';
+import { ansiCQuote } from '../sandbox/bash-quote';
+import { tarOf } from '../reward/archive';
+import type { Task } from '../tasks/model';
+import { assertHarborRuntimeSupported, resolveEnvTemplates, type HarborHealthcheck, type HarborSidecar } from '../tasks/harbor-runtime';
+
+/**
+ * The sandbox a task asks for, with Harbor's runtime settings honoured: resource limits, workdir,
+ * container env (`${VAR}` resolved from the host), network mode, the agent's user, compose sidecars
+ * on the task's own network, and the healthcheck waited for before anything runs. Terminal-Bench
+ * and in-memory tasks get the plain sandbox they always had.
+ */
+export interface TaskSandboxOptions {
+  provider: SandboxProvider;
+  runId: string;
+  hostEnv?: NodeJS.ProcessEnv;
+  image?: ImageSource;
+  onProgress?: (line: string) => void;
+  signal?: AbortSignal;
+}
+
+export function taskImageSource(task: Task): ImageSource {
+  return 'image' in task.environment ? { kind: 'image', image: task.environment.image } : { kind: 'dockerfile', context: task.environment.context, dockerfile: task.environment.dockerfile };
+}
+
+/** The SandboxSpec fields a task's own settings decide (both formats). */
+export function taskSandboxSpec(task: Task, hostEnv: NodeJS.ProcessEnv): Pick<SandboxSpec, 'network' | 'limits' | 'env' | 'workdir' | 'user'> {
+  const rt = task.harbor;
+  if (!rt) return { network: task.allowInternet };
+  const e = rt.environment;
+  return {
+    network: e.network === 'public',
+    limits: {
+      ...(e.cpus !== undefined ? { cpus: e.cpus } : {}),
+      ...(e.memoryMb !== undefined ? { memoryBytes: e.memoryMb * 1024 ** 2 } : {}),
+      ...(e.storageMb !== undefined ? { diskBytes: e.storageMb * 1024 ** 2 } : {}),
+    },
+    env: resolveEnvTemplates(e.env, hostEnv, '[environment].env'),
+    ...(e.workdir !== undefined ? { workdir: e.workdir } : {}),
+    ...(rt.agent.user !== undefined ? { user: rt.agent.user } : {}),
+  };
+}
+
+export async function createTaskSandbox(task: Task, options: TaskSandboxOptions): Promise<Sandbox> {
+  const hostEnv = options.hostEnv ?? process.env;
+  const rt = task.harbor;
+  assertHarborRuntimeSupported(rt, task.id);
+  const spec: SandboxSpec = { image: options.image ?? taskImageSource(task), runId: options.runId, onProgress: options.onProgress, signal: options.signal, ...taskSandboxSpec(task, hostEnv) };
+  let sidecars: Sidecars | undefined;
+  if (rt && rt.sidecars.length > 0) {
+    if (!(options.provider instanceof DockerSandboxProvider)) {
+      throw new TbrlError('TASK_UNSUPPORTED_FIELD', `Task ${task.id} has compose sidecars (${rt.sidecars.map((s) => s.name).join(', ')}), which only the Docker sandbox can start.`, 'Run it with the Docker sandbox provider.');
+    }
+    sidecars = await startSidecars(options.provider, rt.sidecars, { runId: options.runId, internet: spec.network === true, hostEnv, onProgress: options.onProgress, signal: options.signal });
+    spec.networkName = sidecars.network;
+  }
+  let sandbox: Sandbox;
+  try {
+    sandbox = await options.provider.create(spec);
+  } catch (err) {
+    await sidecars?.close();
+    throw err;
+  }
+  if (sidecars) chainClose(sandbox, sidecars.close);
+  try {
+    if (rt?.environment.healthcheck) await waitHealthy(sandbox, rt.environment.healthcheck, '[environment.healthcheck]', options.signal);
+    const agentEnv = rt ? resolveEnvTemplates(rt.agent.env, hostEnv, '[agent].env') : {};
+    if (Object.keys(agentEnv).length > 0) await exportInShell(sandbox, agentEnv);
+  } catch (err) {
+    await sandbox.close().catch(() => undefined);
+    throw err;
+  }
+  return sandbox;
+}
+
+function chainClose(sandbox: Sandbox, after: () => Promise<void>): void {
+  const close = sandbox.close.bind(sandbox);
+  (sandbox as { close: () => Promise<void> }).close = async () => {
+    try {
+      await close();
+    } finally {
+      await after();
+    }
+  };
+}
+
+/** Exports variables into the persistent shell: the agent's (or oracle's) commands see them, the verifier (PID 1's env) does not. */
+export async function exportInShell(sandbox: Sandbox, env: Record<string, string>): Promise<void> {
+  const lines = Object.entries(env).map(([k, v]) => `export ${k}=${ansiCQuote(v)}`);
+  const r = await sandbox.exec(lines.join('\n'), { timeoutMs: 30_000 });
+  if (r.exitCode !== 0) throw new TbrlError('ENV_SETUP_FAILED', `could not export the task's environment variables: ${r.output.trim().slice(0, 300)}`, 'Check the variable names in task.toml (letters, digits and _).');
+}
+
+/** Docker-HEALTHCHECK semantics: failures during the start period do not count; `retries` consecutive failures fail. */
+export async function waitHealthy(sandbox: Sandbox, hc: HarborHealthcheck, field: string, signal?: AbortSignal): Promise<void> {
+  const started = Date.now();
+  let failures = 0;
+  let last = '';
+  for (;;) {
+    signal?.throwIfAborted();
+    const r = await sandbox.execArgv(['/bin/sh', '-c', hc.command], { timeoutMs: hc.timeoutSec * 1000 });
+    if (r.exitCode === 0) return;
+    last = r.timedOut ? `timed out after ${hc.timeoutSec}s` : `exit ${r.exitCode}: ${r.output.trim().split('\n').slice(-2).join(' | ').slice(0, 200)}`;
+    const inStart = (Date.now() - started) / 1000 < hc.startPeriodSec;
+    if (!inStart && ++failures >= Math.max(1, hc.retries)) break;
+    await new Promise((resolve) => setTimeout(resolve, (inStart ? hc.startIntervalSec : hc.intervalSec) * 1000));
+  }
+  throw new TbrlError(
+    'ENV_HEALTHCHECK_FAILED',
+    `the environment never became healthy: ${field} command \`${hc.command}\` failed ${failures} time(s) in a row (last: ${last})`,
+    'Check that the image starts the service the healthcheck probes (its ENTRYPOINT/CMD), or fix the command in task.toml.',
+  );
+}
+
+interface Sidecars {
+  network: string;
+  close: () => Promise<void>;
+}
+
+/** Starts compose services besides `main` on a network of the run's own, reachable by service name; waits for their healthchecks. */
+async function startSidecars(provider: DockerSandboxProvider, services: HarborSidecar[], o: { runId: string; internet: boolean; hostEnv: NodeJS.ProcessEnv; onProgress?: (line: string) => void; signal?: AbortSignal }): Promise<Sidecars> {
+  const docker = provider.docker;
+  const labels = { [LABEL_PROJECT]: PROJECT_LABEL_VALUE, [LABEL_RUN]: o.runId, [LABEL_PID]: String(process.pid), 'dev.tbrl.kind': 'sidecar' };
+  const name = `tbrl-${o.runId}`.slice(0, 60);
+  // Internal: the services reach each other, nothing reaches the internet (no-network tasks).
+  const network = await docker.createNetwork({ Name: name, Driver: 'bridge', Internal: !o.internet, Labels: labels, CheckDuplicate: true });
+  const containers: Docker.Container[] = [];
+  const close = async () => {
+    for (const c of containers) await c.remove({ force: true }).catch(() => undefined);
+    await network.remove().catch(() => undefined);
+  };
+  try {
+    for (const s of services) {
+      o.onProgress?.(`starting sidecar ${s.name}`);
+      const source: ImageSource = s.build ? { kind: 'dockerfile', context: s.build.context, dockerfile: s.build.dockerfile ?? 'Dockerfile' } : { kind: 'image', image: s.image! };
+      const resolved = await resolveImage(provider.connection, { image: source, runId: o.runId, onProgress: o.onProgress, signal: o.signal }, {});
+      const hc = s.healthcheck;
+      const env = resolveEnvTemplates(s.environment, o.hostEnv, `compose service ${s.name} environment`);
+      const container = await docker.createContainer({
+        Image: resolved.image,
+        Labels: labels,
+        Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+        ...(s.command ? { Cmd: s.command } : {}),
+        ...(s.entrypoint ? { Entrypoint: s.entrypoint } : {}),
+        ...(hc ? { Healthcheck: { Test: hc.test, Interval: hc.intervalSec * 1e9, Timeout: hc.timeoutSec * 1e9, Retries: hc.retries, StartPeriod: hc.startPeriodSec * 1e9 } } : {}),
+        HostConfig: { NetworkMode: name, SecurityOpt: ['no-new-privileges'], Memory: 1024 ** 3, PidsLimit: 512 },
+        NetworkingConfig: { EndpointsConfig: { [name]: { Aliases: [s.name] } } },
+      });
+      containers.push(container);
+      await container.start();
+    }
+    for (const [i, s] of services.entries()) {
+      if (s.healthcheck) await waitSidecarHealthy(containers[i], s, o.signal);
+    }
+  } catch (err) {
+    await close();
+    if (err instanceof TbrlError) throw err;
+    throw new TbrlError('SIDECAR_FAILED', `a compose sidecar of the task could not be started: ${errorMessage(err)}`, 'Check environment/docker-compose.yaml (image or build of each service) and that its images build here.', { cause: err });
+  }
+  return { network: name, close };
+}
+
+async function waitSidecarHealthy(container: Docker.Container, s: HarborSidecar, signal?: AbortSignal): Promise<void> {
+  const hc = s.healthcheck!;
+  const deadline = Date.now() + (hc.startPeriodSec + (hc.intervalSec + hc.timeoutSec) * (hc.retries + 1)) * 1000 + 10_000;
+  for (;;) {
+    signal?.throwIfAborted();
+    const state = (await container.inspect()).State;
+    if (!state.Running) throw new TbrlError('SIDECAR_FAILED', `compose sidecar '${s.name}' exited with code ${state.ExitCode} before it became healthy`, 'Check the service\'s command and image (`docker logs` of a manual run shows why it stops).');
+    const status = state.Health?.Status;
+    if (status === 'healthy') return;
+    if (status === 'unhealthy' || Date.now() > deadline) {
+      const log = state.Health?.Log?.at(-1)?.Output?.trim().slice(0, 200) ?? '';
+      throw new TbrlError('SIDECAR_FAILED', `compose sidecar '${s.name}' did not become healthy (${status ?? 'no status'}${log ? `: ${log}` : ''})`, 'Check the service\'s healthcheck test in environment/docker-compose.yaml.');
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/**
+ * The reference solution's directory at /solution (Harbor's oracle uploads solution/ there), for the
+ * oracle only: agent runs never get it. Returns the variables of [solution].env to export as well.
+ */
+export async function installSolution(task: Task, sandbox: Sandbox, hostEnv: NodeJS.ProcessEnv = process.env): Promise<void> {
+  if (task.format !== 'harbor' || task.solution?.kind !== 'script') return;
+  await sandbox.execArgv(['/bin/sh', '-c', 'rm -rf /solution && mkdir -p /solution'], { timeoutMs: 30_000 });
+  await sandbox.putArchive(await tarOf(dirname(task.solution.path), []), '/solution');
+  const env = task.harbor ? resolveEnvTemplates(task.harbor.solution.env, hostEnv, '[solution].env') : {};
+  if (Object.keys(env).length > 0) await exportInShell(sandbox, env);
+}
+
+/**
+ * Harbor's `environment_mode = "separate"`: the verifier gets a container of its own over the
+ * agent's final filesystem (a commit of it), with none of the agent's processes or shell state.
+ * Shared mode (the default) runs it in the agent's container.
+ */
+export async function withVerifierSandbox<T>(task: Task, sandbox: Sandbox, provider: SandboxProvider, runId: string, body: (verifier: Sandbox) => Promise<T>, hostEnv: NodeJS.ProcessEnv = process.env): Promise<T> {
+  if (task.harbor?.verifier.mode !== 'separate') return body(sandbox);
+  const checkpoint = await sandbox.checkpoint(-1);
+  let verifier: Sandbox | undefined;
+  try {
+    verifier = await provider.fork(checkpoint, { runId, ...taskSandboxSpec(task, hostEnv), workdir: checkpoint.cwd });
+    return await body(verifier);
+  } finally {
+    await verifier?.close().catch(() => undefined);
+    if (provider instanceof DockerSandboxProvider) await provider.removeCheckpoint(checkpoint).catch(() => undefined);
+  }
+}
+
+/** runTests options from Harbor's [verifier]: its env (resolved) and, when it differs from the agent's, its user. */
+export function verifierTestOptions(task: Task, hostEnv: NodeJS.ProcessEnv = process.env): { env?: Record<string, string>; user?: string } {
+  const v = task.harbor?.verifier;
+  if (!v) return {};
+  const env = resolveEnvTemplates(v.env, hostEnv, '[verifier].env');
+  return {
+    ...(Object.keys(env).length > 0 ? { env } : {}),
+    ...(v.user !== undefined && v.user !== task.harbor?.agent.user ? { user: v.user } : {}),
+  };
+}
