@@ -123,7 +123,8 @@ async function installTests(task: Task, sandbox: Sandbox, testDir: string, layer
   }
   const testsDirExists = await exists(task.tests.dir);
   try {
-    const prep = await sandbox.execArgv(['sh', '-c', `rm -rf -- ${shq(testDir)} && mkdir -p ${shq(testDir)} ${HARBOR_REWARD_DIR} && rm -f ${HARBOR_REWARD_DIR}/reward.txt ${HARBOR_REWARD_DIR}/reward.json`], { timeoutMs: 30_000 });
+    // As root, whoever the image's USER is: Harbor's /logs/verifier is a mount any verifier user can write.
+    const prep = await sandbox.execArgv(['sh', '-c', `rm -rf -- ${shq(testDir)} && mkdir -p ${shq(testDir)} ${HARBOR_REWARD_DIR} && chmod 777 ${HARBOR_REWARD_DIR} && rm -f ${HARBOR_REWARD_DIR}/reward.txt ${HARBOR_REWARD_DIR}/reward.json`], { timeoutMs: 30_000, user: '0' });
     if (prep.exitCode !== 0) return { kind: 'sandbox-error', message: `could not prepare ${testDir} in the container (exit ${prep.exitCode})`, logTail: tail(prep.output, DEFAULT_TAIL) };
     if (layers) {
       for (const dir of layers) if (await exists(dir)) await sandbox.putArchive(await tarOf(dir), testDir);

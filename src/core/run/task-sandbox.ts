@@ -189,7 +189,7 @@ async function waitSidecarHealthy(container: Docker.Container, s: HarborSidecar,
  */
 export async function installSolution(task: Task, sandbox: Sandbox, hostEnv: NodeJS.ProcessEnv = process.env): Promise<void> {
   if (task.format !== 'harbor' || task.solution?.kind !== 'script') return;
-  await sandbox.execArgv(['/bin/sh', '-c', 'rm -rf /solution && mkdir -p /solution'], { timeoutMs: 30_000 });
+  await sandbox.execArgv(['/bin/sh', '-c', 'rm -rf /solution && mkdir -p /solution && chmod 755 /solution'], { timeoutMs: 30_000, user: '0' });
   await sandbox.putArchive(await tarOf(dirname(task.solution.path), []), '/solution');
   const env = task.harbor ? resolveEnvTemplates(task.harbor.solution.env, hostEnv, '[solution].env') : {};
   if (Object.keys(env).length > 0) await exportInShell(sandbox, env);

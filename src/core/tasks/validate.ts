@@ -306,7 +306,7 @@ function scoreStage(stageRun: StageRun, pass: (score: number) => boolean, failMe
 function solutionOutputOf(result: LoopResult): string | undefined {
   const failed = result.steps.flatMap((s) => s.actions).filter((a) => a.kind === 'bash' && (a.exitCode ?? 0) !== 0);
   if (failed.length === 0) return undefined;
-  return failed.map((a) => `$ ${String(a.input.cmd ?? '').split('\n')[0].slice(0, 120)} -> exit ${a.exitCode ?? 'timeout'}: ${a.observation.trim().split('\n').slice(-3).join(' | ').slice(0, 300)}`).join('\n');
+  return failed.map((a) => `$ ${String(a.input.cmd ?? '').split('\n')[0].slice(0, 120)} -> exit ${a.exitCode ?? 'timeout'}: ${a.observation.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !/^\[exit code|^<\/?[a-z_]+>$/.test(l)).slice(-3).join(' | ').slice(0, 300)}`).join('\n');
 }
 
 /** The last lines of a log that say why: error-looking lines first, else the tail. */

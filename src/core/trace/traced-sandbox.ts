@@ -330,7 +330,7 @@ class Traced implements TracedSandbox {
     return { result, verifier: result.trace ? toVerifierTrace(result.trace) : undefined };
   }
 
-  execArgv(argv: string[], options?: ExecOptions & { cwd?: string; env?: Record<string, string> }): Promise<ExecResult> {
+  execArgv(argv: string[], options?: ExecOptions & { cwd?: string; env?: Record<string, string>; user?: string }): Promise<ExecResult> {
     return this.inner.execArgv(argv, options);
   }
 
