@@ -76,6 +76,8 @@ export interface HarborRuntime {
   stepRewardStrategy: 'mean' | 'final';
   /** Fields that cannot be honoured here, each a sentence naming the field. */
   refusals: string[];
+  /** Whether the task has a root instruction.md (optional for [[steps]] tasks; writers keep its absence). */
+  rootInstruction: boolean;
 }
 
 const toStringMap = (value: unknown): Record<string, string> =>
@@ -254,6 +256,7 @@ export async function readHarborRuntime(dir: string, f: FieldReader): Promise<Ha
     steps: await readSteps(dir, f, data),
     stepRewardStrategy: strategy === 'final' ? 'final' : 'mean',
     refusals,
+    rootInstruction: await exists(join(dir, 'instruction.md')),
   };
 }
 

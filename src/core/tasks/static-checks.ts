@@ -3,6 +3,7 @@ import { basename, join, relative } from 'node:path';
 import type { Task } from './model';
 import { parse as parseYaml } from 'yaml';
 import { nameForms } from '../reward/weights';
+import { checkHarbor, type HarborStaticInput } from './static-checks-harbor';
 
 /** One problem a static check found. Errors make a task invalid; warnings are worth a look. */
 export interface Finding {
@@ -32,13 +33,15 @@ export interface StaticInput {
   solutionNames: string[];
   /** docker-compose.yaml of a Terminal-Bench task, when it has one. */
   compose?: SourceText;
+  /** Harbor tasks: what task.toml asks of the runtime. */
+  harbor?: HarborStaticInput;
 }
 
 export const TIMEOUT_LIMITS = { minAgentSec: 10, maxAgentSec: 24 * 3600, minTestSec: 5, maxTestSec: 3 * 3600 };
 const WEIGHT_SUM_TOLERANCE = 1e-6;
 
 export function runStaticChecks(input: StaticInput): Finding[] {
-  return [...checkSolutionLeaks(input), ...checkTestsInImage(input), ...checkWeights(input), ...checkTimeouts(input), ...checkCompose(input)];
+  return [...checkSolutionLeaks(input), ...checkTestsInImage(input), ...checkWeights(input), ...checkTimeouts(input), ...checkCompose(input), ...(input.harbor ? checkHarbor(input.harbor) : [])];
 }
 
 /** A reference to the oracle lets an agent (or the tests) lean on the answer instead of the work. */
@@ -201,6 +204,7 @@ export async function collectStaticInput(task: Task): Promise<StaticInput> {
     testFiles,
     solutionNames,
     compose,
+    ...(task.harbor ? { harbor: { refusals: task.harbor.refusals, sidecars: task.harbor.sidecars.map((s) => s.name), ...(task.harbor.composeFile ? { composeFile: relative(task.dir, task.harbor.composeFile) } : {}), runner: testFiles.find((f) => join(task.dir, f.path) === task.tests.runner) } } : {}),
   };
 }
 

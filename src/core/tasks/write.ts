@@ -276,7 +276,9 @@ export function renderTaskToml(task: Task, warnings: string[] = []): string {
 async function writeHarbor(task: Task, dir: string, warnings: string[]): Promise<void> {
   const fromTb = task.format !== 'harbor';
   await writeFile(join(dir, HARBOR_TASK_FILE), renderTaskToml(task, warnings));
-  await writeFile(join(dir, HARBOR_INSTRUCTION_FILE), task.instruction.endsWith('\n') ? task.instruction : `${task.instruction}\n`);
+  // A multi-step task's instructions live under steps/ (copied with the other entries); a root one is optional.
+  const stepsOnly = !fromTb && task.harbor?.steps !== undefined;
+  if (!stepsOnly || task.harbor?.rootInstruction) await writeFile(join(dir, HARBOR_INSTRUCTION_FILE), task.instruction.endsWith('\n') ? task.instruction : `${task.instruction}\n`);
 
   // Environment: Harbor builds from environment/.
   const envOut = join(dir, 'environment');
@@ -324,7 +326,7 @@ async function writeHarbor(task: Task, dir: string, warnings: string[]): Promise
   }
 
   // Solution.
-  if (task.solution) {
+  if (task.solution && !(stepsOnly && !(await exists(join(task.dir, 'solution'))))) {
     const solOut = join(dir, 'solution');
     await mkdir(solOut, { recursive: true });
     if (!fromTb) await copyEntries(join(task.dir, 'solution'), solOut);
