@@ -158,7 +158,7 @@ export async function runEvalJob(options: EvalJobOptions): Promise<{ jobDir: str
   const retryClasses = new Set(options.retry?.classes ?? DEFAULT_RETRY_CLASSES);
   for (const c of retryClasses) if (!isMasked(c)) throw new TbrlError('eval-retry-class', `"${c}" is the agent's own outcome, not an infra failure: retrying it would bias the pass rate.`, `Retry only masked classes: ${DEFAULT_RETRY_CLASSES.join(', ')}, context_overflow.`);
   const maxRetries = options.retry?.maxRetries ?? 1;
-  const outputs = { ...job.outputs, ...options.outputs };
+  const outputs = { ...job.outputs, ...stripUndefined(options.outputs ?? {}) };
   const completed = readTrials(jobDir);
   const started = Date.now();
 
@@ -232,8 +232,8 @@ export async function runEvalJob(options: EvalJobOptions): Promise<{ jobDir: str
           again.push({ ...spec, retries: record.retries });
           remaining++;
         }
-        emit({ type: 'trial-end', trial: spec.trial, record, willRetry });
         writeResults();
+        emit({ type: 'trial-end', trial: spec.trial, record, willRetry });
         progress(remaining);
       },
     }, signal);
