@@ -84,7 +84,19 @@ test('eval: SIGKILL after the first trial, resume runs only the rest; results, s
     assert.equal(readFileSync(join(job, 'harbor', t, 'verifier', 'reward.txt'), 'utf8').trim(), t.startsWith('pass') ? '1' : '0');
   }
   const harbor = JSON.parse(readFileSync(join(job, 'harbor', 'result.json'), 'utf8'));
-  assert.equal(harbor.stats.n_trials, 4);
+  assert.equal(harbor.stats.n_completed_trials, 4);
+  // Harbor's own models (harbor 0.25 in .venv/harbor, made by scripts/setup.sh) parse the layout.
+  const check = spawnSync(resolve('.venv/harbor/bin/python'), ['-c', [
+    'import sys, pathlib',
+    'from harbor.models.job.result import JobResult',
+    'from harbor.models.trial.result import TrialResult',
+    'root = pathlib.Path(sys.argv[1])',
+    'job = JobResult.model_validate_json((root / "result.json").read_text())',
+    'trials = [TrialResult.model_validate_json(p.read_text()) for p in sorted(root.glob("*/result.json"))]',
+    'print(len(trials), sum(t.verifier_result.rewards["reward"] for t in trials), list(job.stats.evals.values())[0].n_trials)',
+  ].join('\n'), join(job, 'harbor')], { encoding: 'utf8' });
+  assert.equal(check.status, 0, check.stderr);
+  assert.equal(check.stdout.trim(), '4 2 4');
 
   const summary = spawnSync(process.execPath, ['--import', 'tsx', CLI, 'eval', '--summary', job], { env: env(), encoding: 'utf8' });
   assert.equal(summary.status, 0, summary.stderr);

@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createHash } from 'node:crypto';
 import { readTrajectory } from '../trajectory/reader';
 import { toAtif } from '../trajectory/export';
 import type { JobConfig, JobResults, TrialRecord } from './job';
@@ -53,13 +54,14 @@ export function writeHarborJob(jobDir: string, job: JobConfig, results: JobResul
     const trajectory = join(trialDir(jobDir, rec.trial), 'trajectory.atif.json');
     if (existsSync(trajectory) && !existsSync(join(dir, 'agent', 'trajectory.json'))) writeFileSync(join(dir, 'agent', 'trajectory.json'), readFileSync(trajectory, 'utf8'));
     writeJsonAtomic(join(dir, 'result.json'), {
-      id: rec.trial,
+      id: uuidOf(`${job.createdAt}/${rec.trial}/${rec.retries}`),
       task_name: rec.task,
       trial_name: rec.trial,
       trial_uri: `file://${dir}`,
       task_id: { path: task?.dir ?? '' },
       source: 'tbrl-eval',
       task_checksum: task?.contentHash ?? '',
+      config: { task: { path: task?.dir ?? '' }, trial_name: rec.trial, timeout_multiplier: job.run.timeoutMultiplier, agent: { name: agent, model_name: model } },
       agent_info: { name: agent, version: job.versions.tbrl, model_info: model ? { name: model, provider: 'openai' } : null },
       agent_result: { n_input_tokens: rec.tokens.prompt, n_output_tokens: rec.tokens.completion, cost_usd: rec.costUsd ?? null, metadata: { tbrl_outcome: rec.outcome } },
       verifier_result: rec.reward !== undefined ? { rewards: { reward: rec.reward } } : null,
@@ -70,13 +72,17 @@ export function writeHarborJob(jobDir: string, job: JobConfig, results: JobResul
   }
   const o = results.overall;
   writeJsonAtomic(join(root, 'result.json'), {
-    id: job.createdAt,
+    id: uuidOf(job.createdAt),
     started_at: job.createdAt,
+    updated_at: results.updatedAt,
     finished_at: results.complete ? results.updatedAt : null,
     n_total_trials: results.expectedTrials,
     stats: {
-      n_trials: o.trials,
-      n_errors: o.masked,
+      n_completed_trials: o.trials,
+      n_errored_trials: o.masked,
+      n_input_tokens: o.tokens.prompt,
+      n_output_tokens: o.tokens.completion,
+      cost_usd: o.costUsd,
       evals: {
         [evalKey]: {
           n_trials: o.trials,
@@ -99,4 +105,10 @@ function harborException(cls: string): string {
     case 'context_overflow': return 'ContextLengthExceededError';
     default: return 'EnvironmentError';
   }
+}
+
+/** Harbor ids are UUIDs: a stable one derived from the name, so rewriting the layout keeps them. */
+function uuidOf(name: string): string {
+  const h = createHash('sha256').update(name).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((parseInt(h[16], 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
