@@ -5,6 +5,7 @@ import { actionSummary, PARSE_ERROR } from '../../core/trajectory/replay';
 import type { StepRecord } from '../../core/trajectory/schema';
 import { TbrlError } from '../../core/errors';
 import { runAttempts, type AttemptsOutcome } from '../../core/verifier/attempts';
+import { judgeFailureLine } from '../../core/reward';
 import { basename, join, resolve } from 'node:path';
 import { mkdirSync, writeFileSync } from 'node:fs';
 
@@ -58,7 +59,8 @@ function printSummary(r: RunTaskResult): void {
   console.log(`Steps:      ${f.steps} (ended: ${f.endReason}${f.endMessage ? ` — ${f.endMessage.split('\n')[0]}` : ''})`);
   if (reward) {
     const tests = reward.tests !== undefined ? `tests ${reward.tests.toFixed(3)}` : `tests not scored (${reward.testError?.kind})`;
-    const judge = reward.judge && 'score' in reward.judge ? `, judge ${reward.judge.score.toFixed(3)}` : '';
+    const failed = judgeFailureLine(reward);
+    const judge = reward.judge && 'score' in reward.judge ? `, judge ${reward.judge.score.toFixed(3)}` : failed ? `; ${failed}` : '';
     console.log(`Reward:     ${reward.total.toFixed(3)} (${tests}${judge})`);
   } else {
     console.log('Reward:     not computed');
