@@ -84,6 +84,8 @@ export const runCommand: CliCommand = {
     '',
     'Without an endpoint (--base-url, OPENAI_BASE_URL or .tbrl/config.json) the oracle policy runs the',
     "task's reference solution. The model name comes from --model, TBRL_MODEL or the config file.",
+    '--n N > 1 without --verifier uses the listwise verifier to choose (one extra model call per step);',
+    '--verifier none with --n > 1 is refused (only the first candidate would run).',
     'With --judge (or TBRL_JUDGE_MODEL) an LLM judge on the same endpoint adds its score: 0.65 × tests + 0.35 × judge.',
     'Output: runs/<task>-<time>/trajectory.jsonl and report.md (or --out DIR).',
     'With --attempts T: T runs in <out>/attempt-<k>/; --select best keeps the highest reward (a trajectory',
