@@ -54,6 +54,8 @@ describe('verifier run in a real container', () => {
     assert.deepEqual(r.outcomes?.map((o) => [o.name.split('::').pop(), o.status]), [
       ['test_script_exists', 'failed'], ['test_counts_correct', 'failed'], ['test_counts_sorted', 'failed'], ['test_summary_line', 'failed'],
     ]);
+    // pytest runs from /app on /tests: its ids read ../tests/...; reports name them as the task does.
+    assert.deepEqual(r.outcomes?.map((o) => o.name.split('::')[0]), Array(4).fill('tests/test_outputs.py'));
   });
 
   it('the oracle solution state scores 1.0 on tests', async () => {

@@ -171,3 +171,18 @@ test('`tbrl run --attempts 2 --select refine` shows attempt 2 a summary of attem
     await srv.close();
   }
 });
+
+test('`tbrl run --judge` with a judge answering HTTP 500 says so on the summary line, without a listener-leak warning', async () => {
+  const srv = await startOpenAIServer({ models: ['judge'] });
+  srv.respond = () => ({ status: 500, error: { message: 'judge backend down' } });
+  const out = join(scratch, 'judge-500');
+  try {
+    const run = await runCli(['run', EXAMPLE, '--out', out, '--policy', 'oracle', '--base-url', srv.baseUrl, '--judge', 'judge'], cleanEnv({}));
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /Reward: +1\.000 \(tests 1\.000; judge: failed after 2 attempts \(HTTP 500\) — reward is tests only\)/);
+    assert.ok(srv.calls >= 8, `the judge retried (${srv.calls} calls)`);
+    assert.doesNotMatch(run.stderr, /MaxListenersExceededWarning/);
+  } finally {
+    await srv.close();
+  }
+});

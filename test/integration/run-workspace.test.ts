@@ -90,3 +90,25 @@ test('the verify command failing scores 0; without one the reward is not compute
   assert.ok(existsSync(join(taskDir, 'environment', 'workspace', 'status.txt')));
   assert.match(readFileSync(join(taskDir, 'tests', 'test_outputs.py'), 'utf8'), /def test_todo\(\):\n\s+assert False/);
 });
+
+test('a Python run leaves __pycache__ and a binary file: the patch skips caches and .gitignore paths, and git apply --check passes', async () => {
+  const proj = join(scratch, 'pyproj');
+  mkdirSync(join(proj, '.devcontainer'), { recursive: true });
+  writeFileSync(join(proj, '.devcontainer', 'devcontainer.json'), '{"image": "tbrl-standin/python:3", "workspaceFolder": "/workspaces/pyproj"}\n');
+  writeFileSync(join(proj, '.gitignore'), 'build/\n');
+  writeFileSync(join(proj, 'helper.py'), 'VALUE = 1\n');
+  const turns = [
+    '<bash>\ncmd: python3 -c "import helper" && mkdir -p build && echo out > build/out.txt && printf \'\\000\\001\\002\\377\' > blob.bin && echo "VALUE = 2" > helper.py\n</bash>',
+    '<finish>\nmessage: done\n</finish>',
+  ];
+  const r = await runWorkspace({ workspaceFolder: proj, instruction: 'Bump the value.', outDir: join(scratch, 'run-py'), env, cwd: scratch, policyOverride: new ScriptedPolicy(turns), trace: false });
+  assert.equal(r.footer.endReason, 'finished', r.footer.endMessage);
+  assert.deepEqual([...r.changes.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]), ['blob.bin', 'helper.py'], r.changes);
+  assert.match(r.changes, /^GIT binary patch$/m);
+  const copy = join(scratch, 'pyproj-copy');
+  cpSync(proj, copy, { recursive: true });
+  execFileSync('git', ['apply', '--check', r.changesPath], { cwd: copy });
+  execFileSync('git', ['apply', r.changesPath], { cwd: copy });
+  assert.deepEqual(readFileSync(join(copy, 'blob.bin')), Buffer.from([0, 1, 2, 255]));
+  assert.equal(readFileSync(join(copy, 'helper.py'), 'utf8'), 'VALUE = 2\n');
+});

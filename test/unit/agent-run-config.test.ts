@@ -56,3 +56,15 @@ test('bad configuration names the cause and the fix', () => {
     assert.throws(() => resolveRunConfig({}, {}, dir), isErr('config-invalid', /"n" must be a number/));
   });
 });
+
+test('n > 1 without a verifier gets the listwise verifier (and says so); verifier none with n > 1 is refused with the fix', () => {
+  withDir((dir) => {
+    const four = resolveRunConfig({ baseUrl: 'http://h/v1', model: 'm', n: 4 }, {}, dir);
+    assert.equal(four.verifier, 'listwise');
+    assert.match(four.policyReason, /n=4, listwise verifier by default/);
+    assert.equal(resolveRunConfig({ baseUrl: 'http://h/v1', model: 'm', n: 4, verifier: 'pairwise' }, {}, dir).verifier, 'pairwise');
+    assert.equal(resolveRunConfig({ baseUrl: 'http://h/v1', model: 'm' }, {}, dir).verifier, undefined, 'n = 1: nothing to choose');
+    assert.equal(resolveRunConfig({ n: 4 }, {}, dir).policy, 'oracle', 'the oracle ignores n');
+    assert.throws(() => resolveRunConfig({ baseUrl: 'http://h/v1', model: 'm', n: 4, verifier: 'none' }, {}, dir), (e: unknown) => e instanceof TbrlError && /only the first/.test(e.message) && /--n 1/.test(e.fix ?? ''));
+  });
+});

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readSettings, resolveModel, profileSecret, API_KEY_SECRET } from '../../src/extension/settings';
 import { fillLaunchDefaults } from '../../src/extension/debug/launch-defaults';
+import { resolveRunConfig } from '../../src/core/run/config';
 
 const settingsWith = (values: Record<string, unknown>) => readSettings((k) => values[k]);
 
@@ -58,4 +59,14 @@ test('fillLaunchDefaults: launch attributes win over the profile, the profile ke
   const replay = await fillLaunchDefaults({ trajectory: 'runs/r/trajectory.jsonl' }, '/ws', settings, secret);
   assert.ok(!('error' in replay));
   assert.deepEqual([replay.trajectory, replay.maxSteps, replay.apiKey], ['/ws/runs/r/trajectory.jsonl', undefined, undefined]);
+});
+
+test('fillLaunchDefaults and tbrl run agree: n > 1 with verifier "none" in settings gets the same default verifier', async () => {
+  const { settings } = settingsWith({ 'model.baseUrl': 'http://127.0.0.1:8000/v1', 'model.name': 'm', 'model.n': 4, 'verifier.mode': 'none' });
+  const live = await fillLaunchDefaults({ task: 't' }, '/ws', settings, async () => undefined);
+  assert.ok(!('error' in live));
+  assert.equal(live.verifier, resolveRunConfig({ baseUrl: live.baseUrl, model: live.model, n: live.n }, {}, '/nonexistent').verifier);
+  assert.equal(live.verifier, 'listwise');
+  const one = await fillLaunchDefaults({ task: 't', n: 1 }, '/ws', settings, async () => undefined);
+  assert.equal(!('error' in one) && one.verifier, undefined);
 });

@@ -8,7 +8,7 @@ import { Judge, JudgeBackendSwitch, loadJudgePrompt, JUDGE_PROMPT_VERSION } from
 import { computeJudgeScore, parseJudgeAnswer, COMPONENT_WEIGHTS } from '../../src/core/reward/judge/rubric';
 import { parseBackendConfig } from '../../src/core/reward/judge/backends';
 import { renderTranscript } from '../../src/core/reward/judge/transcript';
-import { combineReward } from '../../src/core/reward/index';
+import { combineReward, judgeFailureLine } from '../../src/core/reward/index';
 import { TbrlError } from '../../src/core/errors';
 import type { TrajectoryLine } from '../../src/core/trajectory/schema';
 
@@ -298,4 +298,15 @@ test('hot switch via the control file: takes effect at the next call; a broken f
   } finally {
     await srv.close();
   }
+});
+
+test('judgeFailureLine: a configured judge that gave no score is named with its attempts and reason; one not asked is silent', () => {
+  const tests = { tests: 0.7, outcomes: [] };
+  const http = combineReward(tests, { missing: 'no usable judge answer after 2 attempt(s); last: backend error: The model endpoint http://x/v1 kept failing (4 attempts): HTTP 500: boom' });
+  assert.equal(judgeFailureLine(http), 'judge: failed after 2 attempts (HTTP 500) — reward is tests only');
+  const malformed = combineReward(tests, { missing: 'no usable judge answer after 3 attempt(s); last: malformed answer: no JSON object' });
+  assert.equal(judgeFailureLine(malformed), 'judge: failed after 3 attempts (malformed answer: no JSON object) — reward is tests only');
+  assert.equal(judgeFailureLine(combineReward(tests, { missing: 'the judge call was cancelled' })), 'judge: failed (the judge call was cancelled) — reward is tests only');
+  assert.equal(judgeFailureLine(combineReward(tests, undefined)), undefined);
+  assert.equal(judgeFailureLine(combineReward(tests, undefined, { tests: 1, judge: 0 })), undefined);
 });

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
+import { getEventListeners } from 'node:events';
 import { startOpenAIServer, type OpenAIServer } from '../helpers/openai-server';
 import { ModelClient } from '../../src/core/model/client';
 import { fitContext, estimateMessagesTokens, ELISION_PREFIX } from '../../src/core/model/context';
@@ -229,5 +230,20 @@ test('abort cancels a call in flight without retrying', async () => {
     await rejectsWith(new ModelClient(cfg, fast).sample(msgs, 1, { signal: ac.signal }), 'cancelled');
     assert.ok(Date.now() - t0 < 1500);
     assert.equal(srv.calls, 1);
+  });
+});
+
+test('calls and retries under one long-lived signal leave no abort listener on it (no MaxListenersExceededWarning)', async () => {
+  await withServer(async (srv, cfg) => {
+    srv.respond = () => ({ status: 500 });
+    const ac = new AbortController();
+    const client = new ModelClient(cfg, fast);
+    // 3 samples x 4 attempts: before the fix, 12 SDK listeners and 9 backoff listeners stayed on the signal.
+    for (let i = 0; i < 3; i++) await rejectsWith(client.sample(msgs, 1, { signal: ac.signal }), 'model-server-error');
+    assert.equal(srv.calls, 12);
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 0);
+    srv.respond = () => 'ok';
+    assert.equal((await client.sample(msgs, 1, { signal: ac.signal })).completions[0].text, 'ok');
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 0);
   });
 });

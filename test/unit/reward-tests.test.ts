@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parsePytestOutput, statusPasses } from '../../src/core/reward/pytest-summary';
+import { parsePytestOutput, statusPasses, taskRelativeNodeId } from '../../src/core/reward/pytest-summary';
 import { scoreTests, nameForms } from '../../src/core/reward/weights';
 import { TbrlError } from '../../src/core/errors';
 
@@ -163,4 +163,15 @@ test('a collection error is an error entry named by its file, with the final lin
   assert.equal(p.finalLineFound, true);
   assert.deepEqual(p.results, [{ nodeId: 'tests/test_outputs.py', status: 'error', message: "ModuleNotFoundError: No module named 'requests'" }]);
   assert.equal(scoreTests(p.results).score, 0);
+});
+
+test('node ids are named relative to the task: ../tests/ and /tests/ become tests/, others are kept', () => {
+  assert.equal(taskRelativeNodeId('../tests/test_outputs.py::test_x', '/tests'), 'tests/test_outputs.py::test_x');
+  assert.equal(taskRelativeNodeId('../../tests/sub/test_a.py::TestK::test_y[a b]', '/tests'), 'tests/sub/test_a.py::TestK::test_y[a b]');
+  assert.equal(taskRelativeNodeId('/tests/test_outputs.py::test_x', '/tests'), 'tests/test_outputs.py::test_x');
+  assert.equal(taskRelativeNodeId('../tests/test_x.py:14', '/tests'), 'tests/test_x.py:14');
+  assert.equal(taskRelativeNodeId('../verifier/test_outputs.py::t', '/verifier/', 'tests'), 'tests/test_outputs.py::t');
+  assert.equal(taskRelativeNodeId('tests/test_outputs.py::test_x', '/tests'), 'tests/test_outputs.py::test_x');
+  assert.equal(taskRelativeNodeId('../other/test_x.py::t', '/tests'), '../other/test_x.py::t');
+  assert.equal(taskRelativeNodeId('test_outputs.py::test_x', '/tests'), 'test_outputs.py::test_x');
 });

@@ -4,7 +4,10 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, 
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createTwoFilesPatch } from 'diff';
-import { parseWorkspacePatch, planPatchOnFolder, planWorkspacePatch, writeChanges } from '../../src/core/run/workspace-patch';
+import { execFileSync } from 'node:child_process';
+import { changeText, parseWorkspacePatch, planPatchOnFolder, planWorkspacePatch, writeChanges } from '../../src/core/run/workspace-patch';
+import { binaryPatchBody } from '../../src/core/sandbox/git-binary-patch';
+import { gitignoreMatcher } from '../../src/core/sandbox/gitignore';
 import { TbrlError } from '../../src/core/errors';
 
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-wpatch-'));
@@ -60,4 +63,59 @@ test('applies on a folder and never writes through a symlink that leads outside 
   symlinkSync(outside, join(ws, 'link'));
   assert.throws(() => planPatchOnFolder(ws, section('link/evil.txt', undefined, 'pwned\n')), (e: unknown) => e instanceof TbrlError && e.code === 'PATCH_PATH_OUTSIDE');
   assert.equal(existsSync(join(outside, 'evil.txt')), false);
+});
+
+test('binary changes are full-index git binary patches: git apply --check passes and the planner applies the same bytes', () => {
+  const ws = join(scratch, 'bin-ws');
+  mkdirSync(ws, { recursive: true });
+  const oldBytes = Buffer.from([0, 1, 2, 3, 255, 254, 0, 7]);
+  const newBytes = Buffer.concat([Buffer.from([0, 9, 8]), Buffer.alloc(300, 0xab), Buffer.from('tail')]);
+  writeFileSync(join(ws, 'data.bin'), oldBytes);
+  writeFileSync(join(ws, 'gone.bin'), Buffer.from([0, 0, 1]));
+  const patch = [
+    `diff --git a/data.bin b/data.bin\n${binaryPatchBody(oldBytes, newBytes)}`,
+    `diff --git a/img/new.png b/img/new.png\nnew file mode 100644\n${binaryPatchBody(undefined, Buffer.from([137, 80, 78, 71, 0, 1]))}`,
+    `diff --git a/gone.bin b/gone.bin\ndeleted file mode 100644\n${binaryPatchBody(Buffer.from([0, 0, 1]), undefined)}`,
+  ].join('');
+  const patchFile = join(scratch, 'bin.patch');
+  writeFileSync(patchFile, patch);
+  const gitCopy = join(scratch, 'bin-git');
+  mkdirSync(gitCopy);
+  writeFileSync(join(gitCopy, 'data.bin'), oldBytes);
+  writeFileSync(join(gitCopy, 'gone.bin'), Buffer.from([0, 0, 1]));
+  execFileSync('git', ['apply', '--check', patchFile], { cwd: gitCopy });
+  execFileSync('git', ['apply', patchFile], { cwd: gitCopy });
+  assert.deepEqual(readFileSync(join(gitCopy, 'data.bin')), newBytes);
+
+  const plan = planPatchOnFolder(ws, patch);
+  assert.deepEqual(plan.map((c) => [c.path, c.kind]), [['data.bin', 'modify'], ['img/new.png', 'add'], ['gone.bin', 'delete']]);
+  assert.match(changeText(plan[0].after), /^\(binary file, 307 bytes, git object [0-9a-f]{12}\)/);
+  writeChanges(ws, plan);
+  assert.deepEqual(readFileSync(join(ws, 'data.bin')), newBytes);
+  assert.deepEqual(readFileSync(join(ws, 'img/new.png')), readFileSync(join(gitCopy, 'img/new.png')));
+  assert.equal(existsSync(join(ws, 'gone.bin')), false);
+  // A binary file that is no longer the run's starting point is a conflict, not an overwrite.
+  assert.throws(() => planPatchOnFolder(ws, patch.split(/(?=diff --git a\/img)/)[0]), (e: unknown) => e instanceof TbrlError && e.code === 'PATCH_CONFLICT' && /data\.bin/.test(e.message));
+});
+
+test('writes exactly the plan that was shown: a file edited after planning refuses the whole write', () => {
+  const ws = join(scratch, 'shown');
+  mkdirSync(join(ws, 'src'), { recursive: true });
+  writeFileSync(join(ws, 'src/a.txt'), 'one\ntwo\nthree\n');
+  writeFileSync(join(ws, 'old.txt'), 'bye\n');
+  const plan = planPatchOnFolder(ws, PATCH);
+  writeFileSync(join(ws, 'src/a.txt'), 'one\ntwo\nthree\nedited while the diff was open\n');
+  assert.throws(() => writeChanges(ws, plan), (e: unknown) => e instanceof TbrlError && e.code === 'PATCH_CONFLICT' && /src\/a\.txt changed after/.test(e.message));
+  assert.equal(existsSync(join(ws, 'new/b.txt')), false, 'nothing was written');
+  assert.equal(existsSync(join(ws, 'old.txt')), true);
+});
+
+test('.gitignore and the default cache list decide which paths a workspace patch holds', () => {
+  const ignored = gitignoreMatcher(new Map([
+    ['.gitignore', 'build/\n*.log\n!keep.log\n/top-only.txt\ndocs/**/*.tmp\n'],
+    ['sub/.gitignore', 'local.txt\n'],
+  ]));
+  for (const p of ['__pycache__/m.cpython-311.pyc', 'pkg/__pycache__/x.pyc', 'a.pyc', 'node_modules/.cache/babel/x.json', '.git/index', '.pytest_cache/v/cache/nodeids',
+    'build/out.o', 'src/build/x', 'err.log', 'top-only.txt', 'docs/a/b/c.tmp', 'sub/local.txt', 'sub/deeper/local.txt']) assert.equal(ignored(p), true, p);
+  for (const p of ['src/main.py', 'keep.log', 'sub/top-only.txt', 'local.txt', 'node_modules/pkg/index.js', 'builder.py', 'docs/a.md', 'build.py']) assert.equal(ignored(p), false, p);
 });

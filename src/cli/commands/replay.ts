@@ -6,7 +6,7 @@ import { toAtif, toEpisode } from '../../core/trajectory/export';
 
 export const replayCommand: CliCommand = {
   name: 'replay',
-  summary: 'Print the steps of a trajectory readably, or export it (rLLM episode, ATIF)',
+  summary: 'Print the steps of a trajectory readably (pairwise matrices, Φ curve, reward breakdown), or export it (rLLM episode, ATIF)',
   usage: 'replay <trajectory.jsonl | run-dir> [--candidates] [--full] [--format text|episode|atif]',
   options: {
     candidates: { type: 'boolean' },

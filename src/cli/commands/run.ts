@@ -5,6 +5,7 @@ import { actionSummary, PARSE_ERROR } from '../../core/trajectory/replay';
 import type { StepRecord } from '../../core/trajectory/schema';
 import { TbrlError } from '../../core/errors';
 import { runAttempts, type AttemptsOutcome } from '../../core/verifier/attempts';
+import { judgeFailureLine } from '../../core/reward';
 import { basename, join, resolve } from 'node:path';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseRunPolicyOptions, positiveNumber, RUN_POLICY_OPTIONS } from '../run-options';
@@ -49,7 +50,8 @@ function printSummary(r: RunTaskResult): void {
   console.log(`Steps:      ${f.steps} (ended: ${f.endReason}${f.endMessage ? ` — ${f.endMessage.split('\n')[0]}` : ''})`);
   if (reward) {
     const tests = reward.tests !== undefined ? `tests ${reward.tests.toFixed(3)}` : `tests not scored (${reward.testError?.kind})`;
-    const judge = reward.judge && 'score' in reward.judge ? `, judge ${reward.judge.score.toFixed(3)}` : '';
+    const failed = judgeFailureLine(reward);
+    const judge = reward.judge && 'score' in reward.judge ? `, judge ${reward.judge.score.toFixed(3)}` : failed ? `; ${failed}` : '';
     console.log(`Reward:     ${reward.total.toFixed(3)} (${tests}${judge})`);
   } else {
     console.log('Reward:     not computed');
@@ -73,6 +75,8 @@ export const runCommand: CliCommand = {
     '',
     'Without an endpoint (--base-url, OPENAI_BASE_URL or .tbrl/config.json) the oracle policy runs the',
     "task's reference solution. The model name comes from --model, TBRL_MODEL or the config file.",
+    '--n N > 1 without --verifier uses the listwise verifier to choose (one extra model call per step);',
+    '--verifier none with --n > 1 is refused (only the first candidate would run).',
     'With --judge (or TBRL_JUDGE_MODEL) an LLM judge on the same endpoint adds its score: 0.65 × tests + 0.35 × judge.',
     'Output: runs/<task>-<time>/trajectory.jsonl and report.md (or --out DIR).',
     'With --attempts T: T runs in <out>/attempt-<k>/; --select best keeps the highest reward (a trajectory',

@@ -110,6 +110,10 @@ export class ModelClient {
     for (let attempt = 0; attempt <= maxRetries; attempt++) {
       if (attempt > 0) await this.backoff(attempt, last?.retryAfterMs, o.signal);
       const t0 = Date.now();
+      // The SDK adds an abort listener to the signal of every request and never removes it: a
+      // run-long signal would collect one per call (MaxListenersExceededWarning). Each request gets
+      // its own signal, linked to the caller's only while the request lasts.
+      const request = linkedSignal(o.signal);
       try {
         const res = await this.openai.chat.completions.create({
           model: this.config.model,
@@ -120,7 +124,7 @@ export class ModelClient {
           max_tokens: o.maxTokens ?? this.config.maxTokens,
           stop: o.stop ?? this.config.stop,
           ...(this.config.logprobs ? { logprobs: true } : {}),
-        }, { signal: o.signal });
+        }, { signal: request.signal });
         if (!res || !Array.isArray(res.choices) || res.choices.length === 0) throw new MalformedAnswer('the answer has no choices');
         const completions = res.choices.map((c) => ({
           text: typeof c.message?.content === 'string' ? c.message.content : '',
@@ -138,6 +142,8 @@ export class ModelClient {
         if (o.signal?.aborted) throw new TbrlError('cancelled', 'Model call cancelled.', undefined, { cause: err });
         last = await this.classify(err, n);
         this.log(`model call to ${this.config.baseUrl} failed (${last.kind}: ${last.detail}); attempt ${attempt + 1} of ${maxRetries + 1}`);
+      } finally {
+        request.dispose();
       }
     }
     throw this.exhausted(last!, maxRetries + 1);
@@ -209,8 +215,9 @@ export class ModelClient {
     // Full jitter in the upper half: spreads N parallel retries without collapsing the delay to ~0.
     const delay = Math.min(cap, Math.max(retryAfterMs ?? 0, exp * (0.5 + Math.random() * 0.5)));
     await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, delay);
-      signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+      const onAbort = (): void => { clearTimeout(t); resolve(); };
+      const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, delay);
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
@@ -222,6 +229,16 @@ export class ModelClient {
   private log(line: string) {
     this.options.log?.(this.redact(line));
   }
+}
+
+/** A signal that aborts with `outer` until disposed; then `outer` holds no listener of ours. */
+function linkedSignal(outer: AbortSignal | undefined): { signal: AbortSignal | undefined; dispose: () => void } {
+  if (!outer) return { signal: undefined, dispose: () => {} };
+  const inner = new AbortController();
+  const onAbort = (): void => inner.abort(outer.reason);
+  if (outer.aborted) inner.abort(outer.reason);
+  else outer.addEventListener('abort', onAbort, { once: true });
+  return { signal: inner.signal, dispose: () => outer.removeEventListener('abort', onAbort) };
 }
 
 function causeChain(err: unknown): string {

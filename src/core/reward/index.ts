@@ -94,6 +94,22 @@ export function combineReward(
   return reward;
 }
 
+const NOT_ASKED = new Set(['no judge configured', 'judge weight is 0']);
+
+/**
+ * One line for a summary when a configured judge gave no score, e.g. "judge: failed after 2
+ * attempts (HTTP 500) — reward is tests only"; undefined when it scored or was not asked.
+ */
+export function judgeFailureLine(reward: Pick<RewardRecord, 'judge'>): string | undefined {
+  const j = reward.judge;
+  if (!j || !('missing' in j) || NOT_ASKED.has(j.missing)) return undefined;
+  const attempts = /after (\d+) attempt/.exec(j.missing)?.[1];
+  const http = /HTTP (\d{3})/.exec(j.missing)?.[1];
+  const last = j.missing.replace(/^.*?; last: /, '').replace(/^backend error: /, '');
+  const reason = http ? `HTTP ${http}` : last.length > 80 ? `${last.slice(0, 79)}…` : last;
+  return `judge: failed${attempts ? ` after ${attempts} attempt${attempts === '1' ? '' : 's'}` : ''} (${reason}) — reward is tests only`;
+}
+
 /**
  * Combined reward: weights.tests · weighted tests + weights.judge · judge (0.65/0.35 by default).
  * Without a judge, or when the judge's score is missing, the judge's share moves to the tests and

@@ -38,6 +38,23 @@ const SECTION_RULE = /^=+ (.*?) =+$/;
 const SUMMARY_TITLE = /short test summary info/i;
 const FINAL_LINE = /^=+ .*\b(passed|failed|error|errors|skipped|xfailed|xpassed|deselected|no tests ran)\b.* in [\d.]+s.*=+$/;
 
+/**
+ * A node id as the task's author knows it: pytest names files relative to its rootdir, so tests
+ * copied to /tests and run from /app read `../tests/test_outputs.py::test_x` (or `/tests/...`).
+ * Files under `testDir` (the container's copy of the task's tests) are named under `taskTestsDir`
+ * (where they live in the task, e.g. `tests`); other ids are kept.
+ */
+export function taskRelativeNodeId(nodeId: string, testDir: string, taskTestsDir = 'tests'): string {
+  const cut = nodeId.indexOf('::');
+  const file = cut < 0 ? nodeId : nodeId.slice(0, cut);
+  const rest = cut < 0 ? '' : nodeId.slice(cut);
+  if (!file.startsWith('../') && !file.startsWith('/')) return nodeId;
+  const bare = file.replace(/^(\.\.?\/)+/, '').replace(/^\/+/, '');
+  const dir = testDir.replace(/^\/+|\/+$/g, '');
+  if (dir && (bare === dir || bare.startsWith(`${dir}/`))) return `${taskTestsDir}${bare.slice(dir.length)}${rest}`;
+  return nodeId;
+}
+
 export function stripAnsi(text: string): string {
   return text.replace(ANSI, '');
 }

@@ -1,5 +1,5 @@
 import { access, readFile } from 'node:fs/promises';
-import { basename } from 'node:path';
+import { basename, relative, sep } from 'node:path';
 import { TbrlError, errorMessage } from '../errors';
 import type { ExecResult, Sandbox } from '../sandbox/types';
 import type { Task } from '../tasks/model';
@@ -7,7 +7,7 @@ import type { CommandTrace, VerifierTrace } from '../trace/types';
 import type { TestOutcome } from '../trajectory/schema';
 import { toVerifierTrace } from '../trace/traced-sandbox';
 import { tarOf } from './archive';
-import { parsePytestOutput } from './pytest-summary';
+import { parsePytestOutput, taskRelativeNodeId } from './pytest-summary';
 import { scoreTests } from './weights';
 
 /**
@@ -192,11 +192,14 @@ export async function runTests(options: RunTestsOptions): Promise<TestRunResult>
     return { ...base, error: { kind: 'timeout', message: `the tests did not finish within the task's test timeout (${timeoutMs / 1000}s) and were killed`, logTail } };
   }
   if (task.tests.kind === 'harbor-reward' || options.testsDirs) return { ...base, ...(await readHarborReward(sandbox, exec, logTail)) };
-  return { ...base, ...scorePytest(task, exec, logTail) };
+  return { ...base, ...scorePytest(task, exec, logTail, testDir) };
 }
 
-function scorePytest(task: Task, exec: ExecResult, logTail: string): Pick<TestRunResult, 'tests' | 'outcomes' | 'error'> {
+function scorePytest(task: Task, exec: ExecResult, logTail: string, testDir: string): Pick<TestRunResult, 'tests' | 'outcomes' | 'error'> {
   const parsed = parsePytestOutput(exec.output);
+  const taskTestsDir = relative(task.dir, task.tests.dir).split(sep).join('/');
+  const usable = taskTestsDir && !taskTestsDir.startsWith('..') ? taskTestsDir : 'tests';
+  parsed.results = parsed.results.map((r) => ({ ...r, nodeId: taskRelativeNodeId(r.nodeId, testDir, usable) }));
   if (parsed.results.length === 0) {
     if (exec.exitCode !== 0 && !parsed.summaryFound && !parsed.finalLineFound) {
       return { error: { kind: 'crash', message: `the test runner exited with ${exec.exitCode} before pytest printed a summary`, logTail } };

@@ -41,6 +41,16 @@ export interface ResolvedRunConfig {
 
 export const CONFIG_FILE = join('.tbrl', 'config.json');
 export const DEFAULT_MAX_STEPS = 50;
+/**
+ * With n > 1 and no verifier named, the cheapest verifier chooses (one call per step, ~1x a plain
+ * call): without one the run would sample n candidates and execute the first.
+ */
+export const DEFAULT_VERIFIER_FOR_N = 'listwise';
+
+/** The verifier a model run uses: the one named, else listwise when n > 1, else none. */
+export function defaultVerifier(n: number, named: string | undefined): string | undefined {
+  return named ?? (n > 1 ? DEFAULT_VERIFIER_FOR_N : undefined);
+}
 
 const FILE_KEYS: Record<string, 'string' | 'number'> = {
   baseUrl: 'string', model: 'string', apiKey: 'string', n: 'number', temperature: 'number', maxTokensPerTurn: 'number',
@@ -131,10 +141,16 @@ export function resolveRunConfig(options: RunConfigInput, env: NodeJS.ProcessEnv
   if (!model) {
     throw new TbrlError('config-missing', `An endpoint is configured (${baseUrl}) but no model name.`, `Pass --model NAME, set TBRL_MODEL, or put "model" in ${CONFIG_FILE}.`);
   }
+  if (common.verifier === 'none' && n > 1) {
+    throw new TbrlError('config-invalid', `n=${n} candidates with verifier "none": every step would sample ${n} candidates and execute only the first.`, `Drop the verifier setting (with n > 1 the ${DEFAULT_VERIFIER_FOR_N} verifier chooses), name one (e.g. --verifier pairwise), or sample one candidate (--n 1).`);
+  }
+  const verifier = defaultVerifier(n, common.verifier);
+  const byDefault = verifier !== undefined && common.verifier === undefined ? `, ${verifier} verifier by default` : '';
   return {
     policy,
-    policyReason: `${policyReason} (${model} at ${baseUrl}, n=${n})`,
+    policyReason: `${policyReason} (${model} at ${baseUrl}, n=${n}${byDefault})`,
     model: { baseUrl, model, apiKey: pick('apiKey'), n, temperature: pick('temperature'), maxTokens: pick('maxTokensPerTurn'), contextTokens: pick('contextTokens') },
     ...common,
+    verifier,
   };
 }

@@ -19,8 +19,8 @@ export interface SaveTaskResult {
 }
 
 /** The project as the agent saw it, without VCS metadata (the task image does not need history). */
-function snapshotWorkspace(from: string, to: string, runOutput: string[]): Map<string, string> {
-  const text = new Map<string, string>();
+function snapshotWorkspace(from: string, to: string, runOutput: string[]): Map<string, Buffer> {
+  const text = new Map<string, Buffer>();
   const skipped = ['.git', ...runOutput];
   for (const f of collectContext(from, { ignore: (p) => skipped.some((s) => p === s || p.startsWith(`${s}/`)) })) {
     const target = join(to, f.path);
@@ -29,7 +29,7 @@ function snapshotWorkspace(from: string, to: string, runOutput: string[]): Map<s
       mkdirSync(dirname(target), { recursive: true });
       writeFileSync(target, f.content!);
       chmodSync(target, f.mode);
-      text.set(f.path, f.content!.toString('utf8'));
+      text.set(f.path, f.content!);
     }
   }
   return text;
@@ -74,7 +74,7 @@ def test_todo():
 }
 
 /** Writes the final content of each changed file: the base images need neither git nor patch. */
-function solutionScript(record: WorkspaceRunRecord, changes: string, before: Map<string, string>): string {
+function solutionScript(record: WorkspaceRunRecord, changes: string, before: Map<string, Buffer>): string {
   const plan = planWorkspacePatch(parseWorkspacePatch(changes), (p) => before.get(p));
   const lines = ['#!/bin/bash', '# The final state of the workspace run this task was saved from (its changes.patch, applied).', 'set -euo pipefail', `cd ${bashQuote(record.containerPath)}`];
   for (const c of plan) {

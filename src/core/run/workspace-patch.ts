@@ -1,22 +1,32 @@
 import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, posix, relative, resolve, sep } from 'node:path';
 import { applyPatch } from 'diff';
-import { TbrlError } from '../errors';
+import { TbrlError, errorMessage } from '../errors';
+import { gitBlobId, parseBinaryPatch, type BinaryPatch } from '../sandbox/git-binary-patch';
 
 /** One file's part of a workspace patch (the git-style unified diff `workspacePatch` writes). */
 export interface FilePatch {
   path: string;
+  /** 'binary': a binary change without its content ("Binary files … differ"), which cannot be applied. */
   kind: 'add' | 'delete' | 'modify' | 'binary';
   /** The ---/+++ and hunk lines, as `diff`'s applyPatch reads them. */
   body: string;
+  /** A full-index binary patch (`GIT binary patch`): the old and new object ids and the new content. */
+  binary?: BinaryPatch;
 }
 
-/** What applying a patch would do to one file: `after` null means the file is deleted. */
+/** What applying a patch would do to one file: `after` null means the file is deleted; binary files are Buffers. */
 export interface FileChange {
   path: string;
   kind: FilePatch['kind'];
-  before: string | undefined;
-  after: string | null;
+  before: string | Buffer | undefined;
+  after: string | Buffer | null;
+}
+
+/** A side of a change as the diff view shows it: binary content is named by size and object id. */
+export function changeText(content: string | Buffer | null | undefined): string {
+  if (content === null || content === undefined) return '';
+  return typeof content === 'string' ? content : `(binary file, ${content.length} bytes, git object ${gitBlobId(content).slice(0, 12)})\n`;
 }
 
 /** A patch names files relative to the workspace; anything that could escape it is refused. */
@@ -38,9 +48,18 @@ export function parseWorkspacePatch(text: string): FilePatch[] {
     }
     const path = checkedPath(m[2]);
     const rest = section.slice(m[0].length + 1);
-    const kind: FilePatch['kind'] = /^Binary files /m.test(rest) ? 'binary' : /^new file mode/m.test(rest) ? 'add' : /^deleted file mode/m.test(rest) ? 'delete' : 'modify';
+    const gitBinary = /^GIT binary patch$/m.test(rest);
+    const kind: FilePatch['kind'] = !gitBinary && /^Binary files /m.test(rest) ? 'binary' : /^new file mode/m.test(rest) ? 'add' : /^deleted file mode/m.test(rest) ? 'delete' : 'modify';
     const body = rest.replace(/^(new|deleted) file mode \d+\n/, '');
-    return { path, kind, body };
+    if (!gitBinary) return { path, kind, body };
+    let binary: BinaryPatch | undefined;
+    try {
+      binary = parseBinaryPatch(rest);
+    } catch (err) {
+      throw new TbrlError('PATCH_INVALID', `The binary change to ${path} cannot be read: ${errorMessage(err)}.`, 'Use the changes.patch a workspace run wrote, unedited.');
+    }
+    if (!binary) throw new TbrlError('PATCH_INVALID', `The binary change to ${path} has no full index line.`, 'Use the changes.patch a workspace run wrote, unedited.');
+    return { path, kind, body, binary };
   });
 }
 
@@ -48,18 +67,29 @@ export function parseWorkspacePatch(text: string): FilePatch[] {
  * The new content of every file the patch touches, from `read` (current content, undefined when
  * absent). Pure: nothing is written, so a patch that does not fit is refused as a whole.
  */
-export function planWorkspacePatch(patch: FilePatch[], read: (path: string) => string | undefined): FileChange[] {
+export function planWorkspacePatch(patch: FilePatch[], read: (path: string) => string | Buffer | undefined): FileChange[] {
   return patch.map((fp) => {
-    const before = read(fp.path);
+    const current = read(fp.path);
     if (fp.kind === 'binary') {
       throw new TbrlError('PATCH_BINARY', `${fp.path} is a binary file; the patch only says that it changed.`, 'Copy that file out of the run by hand, or leave it out of the change.');
     }
-    if (fp.kind === 'add' && before !== undefined) {
+    if (fp.kind === 'add' && current !== undefined) {
       throw new TbrlError('PATCH_CONFLICT', `${fp.path} already exists, but the patch creates it.`, 'The workspace changed since the run (or the change was already applied): re-run the agent on the current workspace.');
     }
-    if (fp.kind !== 'add' && before === undefined) {
+    if (fp.kind !== 'add' && current === undefined) {
       throw new TbrlError('PATCH_CONFLICT', `${fp.path} does not exist, but the patch ${fp.kind === 'delete' ? 'deletes' : 'changes'} it.`, 'The workspace changed since the run: re-run the agent on the current workspace.');
     }
+    if (fp.binary) {
+      const before = current === undefined ? undefined : Buffer.from(current);
+      if (before && gitBlobId(before) !== fp.binary.oldId) {
+        throw new TbrlError('PATCH_CONFLICT', `${fp.path} is not the file the run started from (its content changed since).`, 'The workspace changed since the run (or the change was already applied): re-run the agent on the current workspace.');
+      }
+      if (fp.kind !== 'delete' && gitBlobId(fp.binary.content) !== fp.binary.newId) {
+        throw new TbrlError('PATCH_INVALID', `The binary change to ${fp.path} does not hold the content its index line names.`, 'Use the changes.patch a workspace run wrote, unedited.');
+      }
+      return { path: fp.path, kind: fp.kind, before, after: fp.kind === 'delete' ? null : fp.binary.content };
+    }
+    const before = current === undefined ? undefined : current.toString('utf8');
     const after = applyPatch(before ?? '', fp.body);
     if (after === false) {
       throw new TbrlError('PATCH_CONFLICT', `The change to ${fp.path} does not fit its current content.`, 'The file changed since the run (or the change was already applied): re-run the agent on the current workspace.');
@@ -72,7 +102,7 @@ export function planWorkspacePatch(patch: FilePatch[], read: (path: string) => s
 export function planPatchOnFolder(root: string, patchText: string): FileChange[] {
   return planWorkspacePatch(parseWorkspacePatch(patchText), (p) => {
     const abs = insideRoot(root, p);
-    return existsSync(abs) ? readFileSync(abs, 'utf8') : undefined;
+    return existsSync(abs) ? readFileSync(abs) : undefined;
   });
 }
 
@@ -90,9 +120,19 @@ function insideRoot(root: string, rel: string): string {
   return abs;
 }
 
-/** Writes a plan made by planPatchOnFolder; every path is checked again against the root. */
+/**
+ * Writes a plan made by planPatchOnFolder, exactly as planned (what the diff view showed): every
+ * path is checked again against the root, and a file that changed since the plan refuses the whole write.
+ */
 export function writeChanges(root: string, changes: FileChange[]): void {
   const targets = changes.map((c) => ({ c, abs: insideRoot(root, c.path) }));
+  for (const { c, abs } of targets) {
+    const now = existsSync(abs) ? readFileSync(abs) : undefined;
+    const planned = c.before === undefined ? undefined : Buffer.from(c.before);
+    if (now === undefined ? planned !== undefined : planned === undefined || !now.equals(planned)) {
+      throw new TbrlError('PATCH_CONFLICT', `${c.path} changed after the changes were planned (shown), so they were not applied.`, 'Look at the agent\'s changes again (they are planned against the workspace as it is now), then apply.');
+    }
+  }
   for (const { c, abs } of targets) {
     if (c.after === null) rmSync(abs, { force: true });
     else {

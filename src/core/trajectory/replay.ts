@@ -1,5 +1,5 @@
 import type { Trajectory } from './reader';
-import type { ActionRecord, StepRecord } from './schema';
+import type { ActionRecord, RewardRecord, StepRecord } from './schema';
 
 /** Parse errors are recorded among the actions, in their place in the turn, under this kind. */
 export const PARSE_ERROR = 'parse_error';
@@ -40,6 +40,46 @@ function firstLine(s: string): string {
   return s.includes('\n') ? `${line} …` : line;
 }
 
+const BAR_WIDTH = 20;
+
+function bar(value: number): string {
+  const filled = Math.round(Math.max(0, Math.min(1, value)) * BAR_WIDTH);
+  return '█'.repeat(filled) + '·'.repeat(BAR_WIDTH - filled);
+}
+
+/** Φ after each step that recorded it (Tev tasks), one bar per step; empty when no step has Φ. */
+export function phiCurve(steps: StepRecord[]): string[] {
+  const points = steps.filter((s) => typeof s.phi === 'number');
+  if (!points.length) return [];
+  return ['Φ curve (progress potential after each step):', ...points.map((s) => `  step ${String(s.index).padStart(3)}  ${bar(s.phi!)}  ${s.phi!.toFixed(3)}`)];
+}
+
+/** The pairwise verifier's preference matrix: row i over column j (margin-weighted wins). */
+export function pairwiseMatrix(matrix: number[][], chosen?: number): string[] {
+  const cell = (v: number | undefined, diagonal: boolean) => (diagonal ? '—' : v === undefined || !Number.isFinite(v) ? '' : v.toFixed(2)).padStart(6);
+  const head = `      ${matrix.map((_, j) => `c${j}`.padStart(6)).join('')}`;
+  return [
+    'pairwise wins (row over column):',
+    head,
+    ...matrix.map((row, i) => `  ${`c${i}`.padEnd(4)}${matrix.map((_, j) => cell(row[j], i === j)).join('')}${i === chosen ? '   ← chosen' : ''}`),
+  ];
+}
+
+/** How the total came about: weighted tests and judge, or PPRS's 1[pass] + λ·Φ(s_T). */
+export function rewardBreakdown(r: RewardRecord): string[] {
+  if (r.pprs) {
+    const { pass, phi, lambda } = r.pprs;
+    return [`PPRS: R = 1[pass] + λ·Φ(s_T) = ${pass ? 1 : 0} + ${lambda} × ${phi.toFixed(3)} = ${r.total.toFixed(3)}  (tests ${pass ? 'passed' : 'did not pass'})`];
+  }
+  const judge = r.judge && 'score' in r.judge ? r.judge.score : undefined;
+  const parts = [`${r.weights.tests} × tests ${r.tests !== undefined ? r.tests.toFixed(3) : '(not scored: 0)'}`];
+  if (r.weights.judge > 0 || judge !== undefined) parts.push(`${r.weights.judge} × judge ${judge !== undefined ? judge.toFixed(3) : '(missing: 0)'}`);
+  const lines = [`Breakdown: ${parts.join(' + ')} = ${r.total.toFixed(3)}`];
+  // A judge that was never asked has nothing to explain; one that failed says why its share is 0.
+  if (r.judge && 'missing' in r.judge && !/^(no judge configured|judge weight is 0)$/.test(r.judge.missing)) lines.push(`  judge: ${r.judge.missing}`);
+  return lines;
+}
+
 export function formatStep(s: StepRecord, options: ReplayOptions = {}): string {
   const max = options.maxChars ?? 1500;
   const out: string[] = [];
@@ -49,6 +89,7 @@ export function formatStep(s: StepRecord, options: ReplayOptions = {}): string {
   if (options.candidates && s.candidates.length > 1) {
     s.candidates.forEach((c, i) => out.push(`  candidate ${i}${c.parses ? '' : ' (does not parse)'}${s.decision ? ` score ${s.decision.scores[i]?.toFixed(2)}` : ''}:`, indent(clip(c.text, max))));
   }
+  if (s.decision?.matrix?.length) out.push(...pairwiseMatrix(s.decision.matrix, s.decision.chosen).map((l) => `  ${l}`));
   out.push('  turn:', indent(clip(s.chosenText.trim() || '(empty)', max)));
   for (const a of s.actions) {
     out.push(a.kind === PARSE_ERROR ? '  ✗ parse error:' : `  ▸ ${actionSummary(a)}`);
@@ -70,6 +111,8 @@ export function formatTrajectory(t: Trajectory, options: ReplayOptions = {}): st
   if (h.sandbox) out.push(`Image: ${h.sandbox.image}${h.sandbox.substitutedFrom ? ` (stand-in for ${h.sandbox.substitutedFrom})` : ''}; tracing ${h.sandbox.tracing.available ? 'on' : `off (${h.sandbox.tracing.reason ?? 'unavailable'})`}`);
   out.push('', 'Instruction:', indent(h.task.instruction.trim(), '  '), '');
   for (const s of t.steps) out.push(formatStep(s, options), '');
+  const curve = phiCurve(t.steps);
+  if (curve.length) out.push(...curve, '');
   const f = t.footer;
   if (f) {
     out.push(`Ended: ${f.endReason}${f.endMessage ? ` — ${f.endMessage}` : ''} after ${f.steps} step(s)`);
@@ -77,6 +120,7 @@ export function formatTrajectory(t: Trajectory, options: ReplayOptions = {}): st
       const r = f.reward;
       out.push(`Reward: ${r.total.toFixed(3)}${r.tests !== undefined ? ` (tests ${r.tests.toFixed(3)})` : ''}${r.testError ? ` (tests not scored: ${r.testError.kind})` : ''}`);
       for (const o of r.testOutcomes ?? []) out.push(`  ${o.status === 'passed' ? '✓' : '✗'} ${o.name} (${o.status}, weight ${o.weight})`);
+      out.push(...rewardBreakdown(r));
     } else {
       out.push('Reward: not computed');
     }

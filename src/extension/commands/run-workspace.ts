@@ -3,7 +3,7 @@ import { basename, join, resolve } from 'node:path';
 import { existsSync } from 'node:fs';
 import { runWorkspace, type RunWorkspaceResult } from '../../core/run/run-workspace';
 import { saveWorkspaceRunAsTask } from '../../core/run/save-task';
-import { planPatchOnFolder, writeChanges, type FileChange } from '../../core/run/workspace-patch';
+import { changeText, planPatchOnFolder, writeChanges, type FileChange } from '../../core/run/workspace-patch';
 import { errorMessage } from '../../core/errors';
 import { apiKeyFor, resolveModel } from '../settings';
 import type { CommandContext, CommandDef } from './context';
@@ -37,7 +37,7 @@ async function pickFolder(arg: unknown): Promise<vscode.WorkspaceFolder | undefi
 async function showChanges(folder: vscode.WorkspaceFolder, r: RunWorkspaceResult, plan: FileChange[]): Promise<void> {
   const resources = plan.map((c) => {
     const file = vscode.Uri.joinPath(folder.uri, c.path);
-    return [file, virtualUri(r.runId, 'before', c.path, c.before ?? ''), virtualUri(r.runId, 'after', c.path, c.after ?? '')] as const;
+    return [file, virtualUri(r.runId, 'before', c.path, changeText(c.before)), virtualUri(r.runId, 'after', c.path, changeText(c.after))] as const;
   });
   await vscode.commands.executeCommand('vscode.changes', `Agent changes (${r.runId})`, resources);
 }
@@ -137,8 +137,8 @@ export const runAgentOnWorkspace: CommandDef = {
       const choice = await vscode.window.showInformationMessage(`The agent changed ${plan.length} file(s) (${r.footer.endReason}, ${reward}).`, 'Apply to workspace', 'Discard', 'Save as task…');
       try {
         if (choice === 'Apply to workspace') {
-          // Planned again: the files may have been edited while the diff was open.
-          writeChanges(folder.uri.fsPath, planPatchOnFolder(folder.uri.fsPath, r.changes));
+          // Exactly the plan the diff showed; a file edited while the diff was open refuses the write.
+          writeChanges(folder.uri.fsPath, plan);
           void vscode.window.showInformationMessage(`Applied the agent's changes to ${plan.length} file(s).`);
           return r;
         }

@@ -1,6 +1,7 @@
 import { isAbsolute, join } from 'node:path';
 import { apiKeyFor, resolveModel, type TbrlSettings } from '../settings';
 import type { LaunchArgs } from './launch-args';
+import { defaultVerifier } from '../../core/run/config';
 
 /**
  * What a `tbrl` launch configuration becomes before the adapter sees it: paths resolved against
@@ -27,7 +28,8 @@ export async function fillLaunchDefaults(args: LaunchArgs, base: string, s: Tbrl
   args.model ??= m.name || undefined;
   args.n ??= m.n;
   args.temperature ??= m.temperature;
-  if (m.verifier !== 'none') args.verifier ??= m.verifier;
+  // Settings' "none" means not chosen: with n > 1 the run's default verifier (as on the command line).
+  args.verifier ??= defaultVerifier(args.n ?? 1, m.verifier !== 'none' ? m.verifier : undefined);
   args.apiKey = await apiKeyFor(m.profile, secret);
   return args;
 }
