@@ -6,6 +6,7 @@ import {
   checkTestsInImage,
   checkTimeouts,
   checkWeights,
+  scriptRunsTests,
   checkCompose,
   pytestFunctionNames,
   runStaticChecks,
@@ -81,6 +82,25 @@ test('no test functions at all is an error for pytest-scored tasks only', () => 
   const none = input({ testFiles: [{ path: 'tests/test_outputs.py', content: 'x = 1\n' }], testWeights: undefined });
   assert.ok(checkWeights(none).some((f) => f.check === 'tests' && f.severity === 'error'));
   assert.deepEqual(checkWeights({ ...none, testsKind: 'harbor-reward' }), []);
+});
+
+test('inline tests in run-tests.sh count as tests; a script that only sets up does not', () => {
+  // SWE-bench style: the test patch is applied by the script, then pytest runs what it added.
+  const swebench = `#!/bin/bash
+set -euo pipefail
+cd /testbed
+# install the test runner
+pip install -q pytest==8.3.2
+git apply -v - <<'PATCH'
+diff --git a/tests/test_sum.py b/tests/test_sum.py
+PATCH
+pytest -rA tests/test_sum.py
+`;
+  const inline = input({ testFiles: [{ path: 'run-tests.sh', content: swebench }], testWeights: undefined });
+  assert.deepEqual(checkWeights(inline).filter((f) => f.check === 'tests'), []);
+  assert.equal(scriptRunsTests('#!/bin/bash\nset -e\ncurl -LsSf https://astral.sh/uv/install.sh | sh\nsource $HOME/.local/bin/env\nuv venv .tbench-testing\nexport PATH=$PATH:/x\n'), false);
+  const setupOnly = input({ testFiles: [{ path: 'run-tests.sh', content: '#!/bin/bash\nset -e\ncd /app\npip install pytest\n' }], testWeights: undefined });
+  assert.ok(checkWeights(setupOnly).some((f) => f.check === 'tests' && f.severity === 'error'));
 });
 
 test('tests that reference the reference solution are flagged with file and line', () => {

@@ -187,3 +187,38 @@ test('exec of a binary outside system prefixes is a read (a build output used la
 `, parser), parser);
   assert.deepEqual(raw.reads, ['/app/a.out']);
 });
+
+test('metadata writes: chmod, fchmodat, chown, touch (utimensat on a path and on an fd), rename, unlink', () => {
+  const parser = new StraceParser(10, '/app');
+  const events = parseAll(`
+10 chmod("run.sh", 0755) = 0
+10 fchmodat(AT_FDCWD</app>, "bin/tool", 0700) = 0
+10 fchown(3</app/owned.txt>, 1000, 1000) = 0
+10 lchown("/app/link", 0, 0) = 0
+10 openat(AT_FDCWD</app>, "done.flag", O_WRONLY|O_CREAT|O_NOCTTY|O_NONBLOCK, 0666) = 3</app/done.flag>
+10 utimensat(3</app/done.flag>, NULL, NULL, 0) = 0
+10 utimensat(AT_FDCWD</app>, "stamp", NULL, 0) = 0
+10 chmod("/app/missing", 0644) = -1 ENOENT (No such file or directory)
+10 rename("a.tmp", "a.txt") = 0
+10 unlinkat(AT_FDCWD</app>, "old.log", 0) = 0
+`, parser);
+  const ops = events.filter((e) => e.kind === 'meta').map((e) => `${(e as { op: string }).op} ${(e as { path: string }).path}`);
+  assert.deepEqual(ops, ['chmod /app/run.sh', 'chmod /app/bin/tool', 'chown /app/owned.txt', 'chown /app/link', 'utime /app/done.flag', 'utime /app/stamp', 'chmod /app/missing']);
+  const raw = agg(events, parser);
+  assert.deepEqual(raw.metaWritten.sort(), ['/app/a.tmp', '/app/a.txt', '/app/bin/tool', '/app/done.flag', '/app/link', '/app/old.log', '/app/owned.txt', '/app/run.sh', '/app/stamp']);
+});
+
+test('existence checks: access() and failed opens are checked, not read; creating opens are not checks', () => {
+  const parser = new StraceParser(10, '/app');
+  const raw = agg(parseAll(`
+10 faccessat2(AT_FDCWD</app>, "run.sh", X_OK, AT_EACCESS) = 0
+10 access("/app/gone.log", F_OK) = -1 ENOENT (No such file or directory)
+10 openat(AT_FDCWD</app>, "old.log", O_RDONLY) = -1 ENOENT (No such file or directory)
+10 openat(AT_FDCWD</app>, "new.txt", O_WRONLY|O_CREAT|O_EXCL, 0644) = -1 EEXIST (File exists)
+10 openat(AT_FDCWD</app>, "data.csv", O_RDONLY) = 3</app/data.csv>
+10 access("/usr/lib/x86_64-linux-gnu/libc.so.6", R_OK) = 0
+`, parser), parser);
+  assert.deepEqual(raw.checked.sort(), ['/app/gone.log', '/app/old.log', '/app/run.sh']);
+  assert.deepEqual(raw.reads, ['/app/data.csv']);
+  assert.deepEqual(raw.metaWritten, []);
+});

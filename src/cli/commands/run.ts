@@ -2,6 +2,7 @@ import type { CliCommand } from '../command';
 import { UsageError } from '../command';
 import { forkRun, runTask, safeName, timestamp, type RunProgress, type RunTaskResult } from '../../core/run/run-task';
 import { actionSummary, PARSE_ERROR } from '../../core/trajectory/replay';
+import { outcomeLine } from '../../core/run/report';
 import type { StepRecord } from '../../core/trajectory/schema';
 import { TbrlError } from '../../core/errors';
 import { runAttempts, type AttemptsOutcome } from '../../core/verifier/attempts';
@@ -56,6 +57,7 @@ function printSummary(r: RunTaskResult): void {
   } else {
     console.log('Reward:     not computed');
   }
+  console.log(`Outcome:    ${outcomeLine(f)}`);
   console.log(`Time:       ${secs.toFixed(1)} s`);
   console.log(`Tokens:     ${f.usage.promptTokens} prompt + ${f.usage.completionTokens} completion`);
   if (f.depgpo) console.log(`DepGPO:     factors ${f.depgpo.factors.map((x) => x.toFixed(2)).join(' ')}${f.depgpo.fallback ? ` (fallback: ${f.depgpo.fallback})` : ''}`);

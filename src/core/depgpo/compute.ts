@@ -51,6 +51,12 @@ const NONE: never[] = [];
  * ports, or left processes running, scores 1 when any of them is in E, else 0. Processes match by
  * pid when both sides name one ("pid:comm"), else by command name.
  *
+ * Metadata — "file existence and metadata checks count as inspected resources": a command that
+ * changed a file's metadata or existence (chmod, chown, touch's utimensat, rename — both names —,
+ * unlink) scores 1 when the verifier read or checked that file (opened it, access(), a failed open:
+ * E's files plus E.checked) and no later command changed that file's metadata again, else 0. A
+ * content write is not a metadata change: chmod +x then an edit still leaves the chmod credited.
+ *
  * Command score = the largest of the parts that apply (a command that both writes and prints a path,
  * or writes and starts a server, is credited for whichever contribution is largest); 0 when none.
  * Step score = max over the step's commands: a step gets credit if any of its commands contributed,
@@ -102,6 +108,12 @@ export function computeDepgpo(input: DepgpoInput): DepgpoResult {
   const sinkProcesses: Array<readonly string[]> = [];
   const ePorts = new Set(resources.ports);
   const eProcs = resources.processes.map(parseProcess);
+  const eMeta = new Set([...resources.files, ...(resources.checked ?? [])]);
+  // The metadata of a file is whatever its last chmod/chown/touch/rename/unlink left.
+  const lastMetaWriter = new Map<string, number>();
+  traces.forEach((t, c) => {
+    for (const p of t.metaWrites ?? NONE) lastMetaWriter.set(p, c);
+  });
 
   for (let c = 0; c < n; c++) {
     const trace = traces[c];
@@ -111,7 +123,8 @@ export function computeDepgpo(input: DepgpoInput): DepgpoResult {
     const ports = trace.ports.length === 0 ? NONE : trace.ports.filter((p) => ePorts.has(p));
     const procs = trace.processes.length === 0 ? NONE : trace.processes.filter((p) => eProcs.some((e) => sameProcess(parseProcess(p), e)));
     if (trace.ports.length > 0 || trace.processes.length > 0) score.portProcess = ports.length + procs.length > 0 ? 1 : 0;
-    score.score = Math.max(0, score.write ?? 0, score.read ?? 0, score.portProcess ?? 0);
+    if (trace.metaWrites?.length) score.metadata = trace.metaWrites.some((p) => eMeta.has(p) && lastMetaWriter.get(p) === c) ? 1 : 0;
+    score.score = Math.max(0, score.write ?? 0, score.read ?? 0, score.portProcess ?? 0, score.metadata ?? 0);
     commandScores.push(score);
     sinkPorts.push(ports.length > 1 ? [...new Set(ports)] : ports);
     sinkProcesses.push(procs.length > 1 ? [...new Set(procs)] : procs);
@@ -219,10 +232,14 @@ function unusableReason(input: DepgpoInput): string | undefined {
 export function resourceSet(verifier: VerifierTrace | undefined): ResourceSet {
   if (!verifier) return { files: [], ports: [], processes: [] };
   const wrote = new Set((verifier.writes ?? []).map(normalizePath));
+  const files = unique((verifier.reads ?? []).map(normalizePath).filter((p) => p && !wrote.has(p)));
+  const read = new Set(files);
+  const checked = unique((Array.isArray(verifier.checked) ? verifier.checked : []).filter((p) => typeof p === 'string').map(normalizePath).filter((p) => p && !wrote.has(p) && !read.has(p)));
   return {
-    files: unique((verifier.reads ?? []).map(normalizePath).filter((p) => p && !wrote.has(p))),
+    files,
     ports: unique((verifier.ports ?? []).filter((p) => Number.isInteger(p))),
     processes: unique((verifier.processes ?? []).filter((p) => typeof p === 'string' && p !== '')),
+    ...(checked.length ? { checked } : {}),
   };
 }
 
@@ -332,6 +349,7 @@ function normalizeTrace(trace: CommandTrace | undefined): CommandTrace {
     stdoutValues: list(trace.stdoutValues),
     ports: list(trace.ports).filter((p) => Number.isInteger(p)),
     processes: list(trace.processes).filter((p) => typeof p === 'string' && p !== ''),
+    metaWrites: unique(list(trace.metaWrites).filter((p) => typeof p === 'string').map(normalizePath).filter(Boolean)),
   };
 }
 
@@ -343,6 +361,7 @@ function isClean(t: CommandTrace): boolean {
   for (const w of t.writes) if (!w || typeof w.path !== 'string' || w.path === '' || normalizePath(w.path) !== w.path) return false;
   for (const p of t.ports) if (!Number.isInteger(p)) return false;
   for (const p of t.processes) if (typeof p !== 'string' || p === '') return false;
+  if (t.metaWrites !== undefined && (!Array.isArray(t.metaWrites) || t.metaWrites.some((p) => typeof p !== 'string' || p === '' || normalizePath(p) !== p))) return false;
   return true;
 }
 

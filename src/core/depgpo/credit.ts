@@ -2,6 +2,7 @@ import { groupAdvantages, stepAdvantages } from './factors';
 import { depgpoOfTrajectory, trajectoryReward } from './trajectory';
 import type { TrajectoryLike } from './trajectory';
 import { DEFAULT_BETA } from './compute';
+import { isMasked, outcomeOf } from '../run/outcome';
 
 /**
  * Per-step advantages for training (`tbrl credit -o`). One entry per trajectory with a reward;
@@ -14,7 +15,7 @@ export interface AdvantageExport {
   beta: number;
   groups: Array<{ key: string; size: number; mean: number; std: number; rewards: number[] }>;
   trajectories: TrajectoryCredit[];
-  /** Trajectories left out, and why (no footer, no reward). */
+  /** Trajectories left out, and why (no footer, no reward, an infra outcome that is masked). */
   skipped: Array<{ path: string; reason: string }>;
 }
 
@@ -45,6 +46,12 @@ export function creditForGroup(trajectories: Array<TrajectoryLike & { path: stri
   const skipped: AdvantageExport['skipped'] = [];
   const groups = new Map<string, Array<TrajectoryLike & { path: string; reward: number }>>();
   for (const t of trajectories) {
+    // Infra failures (verifier crash, lost container, model endpoint down) carry no reward of the agent's.
+    const outcome = t.footer ? outcomeOf(t.footer) : undefined;
+    if (outcome && isMasked(outcome)) {
+      skipped.push({ path: t.path, reason: `masked ${outcome.class}${outcome.cause ? `: ${outcome.cause}` : ''}` });
+      continue;
+    }
     const reward = trajectoryReward(t);
     if (reward === undefined) {
       skipped.push({ path: t.path, reason: t.footer ? 'the run has no reward (the verifier did not run or failed)' : 'no footer: the run was interrupted' });

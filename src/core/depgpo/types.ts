@@ -47,6 +47,11 @@ export interface CommandScore {
   read?: number;
   /** 1/0 for commands that bound/connected ports or left processes behind, else undefined. */
   portProcess?: number;
+  /**
+   * 1/0 for commands that changed a file's metadata or existence (chmod, chown, touch, rename,
+   * unlink): 1 when the verifier read or checked that file and no later command changed it again.
+   */
+  metadata?: number;
   /** max of the parts that apply (0 when none does). */
   score: number;
   /** |W_c| and |W_c ∩ reach(E)|. */
@@ -58,6 +63,8 @@ export interface ResourceSet {
   files: string[];
   ports: number[];
   processes: string[];
+  /** Files the verifier checked for existence or permissions without reading them (only when there are any). */
+  checked?: string[];
 }
 
 export interface DepgpoResult {

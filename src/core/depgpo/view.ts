@@ -36,6 +36,7 @@ export interface GraphNode {
   write?: number;
   read?: number;
   portProcess?: number;
+  metadata?: number;
   linesWritten: number;
   linesReachingE: number;
   stepScore: number;
@@ -147,6 +148,7 @@ export function buildGraphView(input: DepgpoInput, result: DepgpoResult, meta: {
       ...(s.write !== undefined ? { write: s.write } : {}),
       ...(s.read !== undefined ? { read: s.read } : {}),
       ...(s.portProcess !== undefined ? { portProcess: s.portProcess } : {}),
+      ...(s.metadata !== undefined ? { metadata: s.metadata } : {}),
       linesWritten: s.linesWritten,
       linesReachingE: s.linesReachingE,
       stepScore: r.stepScores[cmd.step] ?? 0,
@@ -211,6 +213,7 @@ export function formatGraphText(view: GraphView): string {
     if (nd.write !== undefined) parts.push(`write=${fmt(nd.write)} (${nd.linesReachingE}/${nd.linesWritten} lines)`);
     if (nd.read !== undefined) parts.push(`read=${fmt(nd.read)}`);
     if (nd.portProcess !== undefined) parts.push(`port/proc=${nd.portProcess}`);
+    if (nd.metadata !== undefined) parts.push(`metadata=${nd.metadata}`);
     out.push(`  ${nd.id.padEnd(5)} step ${String(nd.step).padEnd(3)} ${nd.onPathToE ? '→E' : '  '} ${parts.join(' ')}  ${oneLine(nd.command)}`);
   }
   out.push('', 'Steps:  index  score    factor   tokens');

@@ -1,5 +1,6 @@
 import type { StepRecord, TrajectoryFooter, TrajectoryHeader } from '../trajectory/schema';
 import { PARSE_ERROR } from '../trajectory/replay';
+import { isMasked, outcomeOf } from './outcome';
 
 /** A short human-readable report of one run, written next to trajectory.jsonl. */
 export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord[]; footer: TrajectoryFooter; policyDescription: string; trajectoryPath: string; warnings?: string[] }): string {
@@ -20,7 +21,8 @@ export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord
     `| Ended | ${footer.endReason}${footer.endMessage ? ` — ${oneLine(footer.endMessage)}` : ''} |`,
     `| Time | ${seconds.toFixed(1)} s |`,
     `| Tokens | ${footer.usage.promptTokens} prompt + ${footer.usage.completionTokens} completion${footer.usage.verifierCalls ? `; verifier ${footer.usage.verifierCalls} calls, ${footer.usage.verifierOutputTokens} output tokens` : ''} |`,
-    `| Reward | ${r ? r.total.toFixed(3) : 'not computed'} |`,
+    `| Outcome | ${outcomeLine(footer)} |`,
+    `| Reward | ${r ? r.total.toFixed(3) : 'not computed'}${isMasked(outcomeOf(footer)) ? ' (masked: not the agent\'s doing, left out of credit and training)' : ''} |`,
     `| Trajectory | ${args.trajectoryPath} |`,
     '',
   ];
@@ -59,6 +61,12 @@ export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord
   if (args.warnings?.length) lines.push('', '## Warnings', '', ...args.warnings.map((w) => `- ${oneLine(w)}`));
   lines.push('');
   return lines.join('\n');
+}
+
+/** `failed — failing: test_x` : the outcome class and its one-line root cause. */
+export function outcomeLine(footer: TrajectoryFooter): string {
+  const o = outcomeOf(footer);
+  return oneLine(`${o.class}${o.cause ? ` — ${o.cause}` : ''}`);
 }
 
 function oneLine(s: string): string {

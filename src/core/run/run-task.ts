@@ -34,6 +34,7 @@ import { connectDocker } from '../sandbox/docker-client';
 import { ImageMissingError } from '../sandbox/errors';
 import { createTaskSandbox, installSolution, verifierTestOptions, withVerifierSandbox } from './task-sandbox';
 import { conversationThrough, prepareFork, restoreShellState, type ForkSource, type PreparedFork } from './fork';
+import { classifyOutcome } from './classify-outcome';
 
 export type RunProgress =
   | { type: 'info'; message: string }
@@ -336,6 +337,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
       verifierOutputTokens: steps.reduce((a, s) => a + (s.decision?.outputTokens ?? 0), 0),
     },
   };
+  footer.outcome = classifyOutcome({ failure, endReason, endMessage: footer.endMessage, reward, skipReward: options.skipReward, substitutedFrom: header.sandbox?.substitutedFrom });
   // A failure before the sandbox existed still leaves a trajectory that says what happened.
   if (!writer) {
     try {

@@ -14,6 +14,8 @@ export interface BaseImageMapOptions {
    * every mapped image that is not local without asking the registry; never: no substitution.
    */
   substitute?: 'auto' | 'always' | 'never';
+  /** Image builds: `buildkit` (default, the engine's BuildKit through its API) or `legacy` (the classic builder). */
+  builder?: 'buildkit' | 'legacy';
   /** How long to wait for a registry answer before deciding an image cannot be pulled. */
   registryTimeoutMs?: number;
 }

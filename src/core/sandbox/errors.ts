@@ -42,12 +42,27 @@ export class ImageBuildError extends TbrlError {
     readonly step: string | undefined,
     readonly logTail: string,
     cause?: unknown,
+    /** `python:3.13-slim -> tbrl-standin/python:3` when a stand-in replaced a base image. */
+    readonly substitution?: string,
   ) {
     super(
       'IMAGE_BUILD_FAILED',
-      `Image build failed${step ? ` at ${step}` : ''}.\n--- last build output ---\n${logTail}`,
-      'fix the failing Dockerfile instruction above (a missing package, a typo in a command, a file missing from the build context) and run again.',
+      `Image build failed${step ? ` at ${step}` : ''}.${substitution ? ` The build ran on a stand-in base image (${substitution}), not the image the Dockerfile names.` : ''}\n--- last build output ---\n${logTail}`,
+      substitution
+        ? 'fix the failing Dockerfile instruction above; if it needs something the official image has and the stand-in lacks, add it to the stand-in\'s recipe (sandbox/images/*.Dockerfile) or map the image elsewhere in tbrl.sandbox.baseImageMap / TBRL_BASE_IMAGE_MAP.'
+        : 'fix the failing Dockerfile instruction above (a missing package, a typo in a command, a file missing from the build context) and run again.',
       { cause },
+    );
+  }
+}
+
+/** A FROM image that is neither local, pullable, nor in the base-image map: nothing to build on. */
+export class BaseImageUnavailableError extends TbrlError {
+  constructor(readonly image: string, where: string, substitutionOff = false) {
+    super(
+      'BASE_IMAGE_UNAVAILABLE',
+      `The base image ${image} (FROM at ${where}) is not present locally, could not be pulled from its registry, and ${substitutionOff ? 'base-image substitution is off' : 'the base-image map has no stand-in for it'}.`,
+      `map it to a local image in tbrl.sandbox.baseImageMap (or the JSON file TBRL_BASE_IMAGE_MAP names), e.g. {"${image.split(':')[0]}*": "tbrl-standin/python:3"}; the built-in map is sandbox/images.json. Or load the image: \`docker load -i image.tar\` / \`docker pull ${image}\` where a registry is reachable.`,
     );
   }
 }
@@ -87,7 +102,9 @@ export class ContainerGoneError extends TbrlError {
 export class DockerRefusedError extends TbrlError {
   // `statusCode` keeps the daemon's status visible to statusCode() checks downstream.
   constructor(what: string, readonly statusCode: number, daemonText: string, cause?: unknown) {
-    super('DOCKER_REFUSED', `The Docker daemon refused ${what} (HTTP ${statusCode}): ${daemonText}`, 'the daemon\'s message above names the problem; for archives, entries must be relative paths without "..".', { cause });
+    super('DOCKER_REFUSED', `The Docker daemon refused ${what} (HTTP ${statusCode}): ${daemonText}`, /build/i.test(what)
+      ? 'the daemon\'s message above names the Dockerfile line it refused: fix that instruction (a Dockerfile parse error usually means syntax this engine\'s builder does not know).'
+      : 'the daemon\'s message above names the problem; if it is about a path, check that it exists in the container and is writable.', { cause });
   }
 }
 

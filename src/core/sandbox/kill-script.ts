@@ -10,6 +10,7 @@
  *                                         all descendants (older children are background jobs).
  *   tree <pid>                            kill a process, its group and all descendants (execArgv).
  *   allbut <shellPid>                     kill every process but init, the container's entrypoint
+ *                                         (with what it started: the image's own services)
  *                                         and the persistent shell: foreground, background and
  *                                         double-forked jobs (reparented to init) alike.
  *   uptime                                print /proc/uptime in clock ticks (for minStartTicks).
@@ -55,8 +56,10 @@ export const KILL_SCRIPT = [
   '      for p in "${!PPID_OF[@]}"; do [ "${PPID_OF[$p]}" = 1 ] && { [ -z "$entry" ] || [ "${START_OF[$p]}" -lt "${START_OF[$entry]}" ]; } && entry=$p; done',
   '      entry=${entry:-1}',
   '    fi',
+  '    # What the image entrypoint started (a service the tests check) lives on with it.',
+  '    keep=" "; if [ "$entry" != 1 ]; then collect "$entry"; keep=" ${VICTIMS[*]} "; fi',
   '    for p in "${!PPID_OF[@]}"; do',
-  '      [ "$p" != 1 ] && [ "$p" != "$2" ] && [ "$p" != "$self" ] && [ "$p" != "$entry" ] && roots+=("$p")',
+  '      [ "$p" != 1 ] && [ "$p" != "$2" ] && [ "$p" != "$self" ] && [ "$p" != "$entry" ] && [[ "$keep" != *" $p "* ]] && roots+=("$p")',
   '    done',
   '  elif [ -n "${PPID_OF[$2]}" ]; then roots=("$2"); fi',
   '  [ ${#roots[@]} -eq 0 ] && break',

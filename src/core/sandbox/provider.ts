@@ -108,12 +108,12 @@ export class DockerSandboxProvider implements SandboxProvider {
     const ctx = { target: this.connection.target, connected: true };
     let container: Docker.Container | undefined;
     let watchDisk = false;
+    const authorCommand = await imageCommand(this.docker, launch.image);
     const createWith = (storageOpt: boolean) => this.docker.createContainer({
       Image: launch.image,
-      // Keep the container alive without depending on the image's own entrypoint (which may be a
-      // server or exit at once); the agent's shell is a separate exec.
-      Entrypoint: ['sleep', 'infinity'],
-      Cmd: [],
+      // The image's own ENTRYPOINT and CMD run as the author built them (a service, an /etc/hosts
+      // edit); the wrapper keeps the container alive when they exit, and the agent's shell is a separate exec.
+      ...keepAliveEntrypoint(authorCommand),
       Env: Object.entries(launch.env ?? {}).map(([k, v]) => `${k}=${v}`),
       WorkingDir: launch.workdir,
       ...(spec.user !== undefined ? { User: spec.user } : {}),
@@ -184,8 +184,62 @@ export class DockerSandboxProvider implements SandboxProvider {
       await container.remove({ force: true }).catch(() => undefined);
       throw mapDockerError(err, 'starting the container', { ...ctx, containerId: container.id });
     }
+    const note = await entrypointNote(container, authorCommand);
+    if (note) {
+      info.entrypointNote = note;
+      spec.onProgress?.(note);
+    }
     return sandbox;
   }
+}
+
+/** argv[0] of the keep-alive wrapper: marks it in `ps` and lets a checkpoint image's command be unwrapped. */
+export const ENTRYPOINT_WRAPPER = 'tbrl-entrypoint';
+const EXIT_MARKER = '[tbrl] the image entrypoint exited with code';
+// Runs the author's command in the foreground; when it returns, says so on stderr (the container
+// log) and keeps PID 1's child alive so the shell can still attach.
+const WRAPPER_SCRIPT = `[ "$#" -eq 0 ] || { "$@"; echo "${EXIT_MARKER} $?" >&2; }; exec sleep infinity`;
+
+/** ENTRYPOINT + CMD of an image, with an earlier keep-alive wrapper (a checkpoint image's) taken off. */
+export async function imageCommand(docker: Docker, image: string): Promise<string[]> {
+  const config = (await docker.getImage(image).inspect().catch(() => undefined))?.Config;
+  const argv = [...(config?.Entrypoint ?? []), ...(config?.Cmd ?? [])];
+  return argv[0] === '/bin/sh' && argv[1] === '-c' && argv[3] === ENTRYPOINT_WRAPPER ? argv.slice(4) : argv;
+}
+
+export function keepAliveEntrypoint(command: string[]): { Entrypoint: string[]; Cmd: string[] } {
+  return { Entrypoint: ['/bin/sh', '-c', WRAPPER_SCRIPT, ENTRYPOINT_WRAPPER, ...command], Cmd: [] };
+}
+
+/**
+ * A note when the image's command already exited by the time the shell started. Shells and
+ * interpreters (CMD ["bash"], ["python3"]) exit at once without a terminal, which is expected and
+ * said only when the exit code was not 0.
+ */
+async function entrypointNote(container: Docker.Container, command: string[]): Promise<string | undefined> {
+  if (command.length === 0) return undefined;
+  const raw = await container.logs({ stdout: false, stderr: true, tail: 50 }).catch(() => undefined);
+  const text = raw ? demuxText(raw as unknown as Buffer) : '';
+  const m = new RegExp(`${EXIT_MARKER.replace(/[[\]]/g, '\\$&')} (\\d+)`).exec(text);
+  if (!m) return undefined;
+  const code = Number(m[1]);
+  if (code === 0 && INTERACTIVE.test(command[command.length - 1])) return undefined;
+  return `The image's entrypoint \`${command.join(' ').slice(0, 160)}\` exited with code ${code}; the container is kept running so the agent's shell still works, but whatever it was to start is not running.`;
+}
+
+const INTERACTIVE = /(^|\/)(ba|da|z|)sh$|(^|\/)python[0-9.]*$|(^|\/)node$|(^|\/)irb$/;
+
+/** Container log frames (8-byte headers when there is no TTY) as text. */
+function demuxText(buf: Buffer): string {
+  if (!Buffer.isBuffer(buf)) return String(buf ?? '');
+  const parts: string[] = [];
+  let i = 0;
+  while (i + 8 <= buf.length && (buf[i] === 1 || buf[i] === 2) && buf[i + 1] === 0) {
+    const len = buf.readUInt32BE(i + 4);
+    parts.push(buf.subarray(i + 8, i + 8 + len).toString('utf8'));
+    i += 8 + len;
+  }
+  return i === 0 ? buf.toString('utf8') : parts.join('');
 }
 
 /** The daemon's answer to `StorageOpt` on a backend without quotas (e.g. overlay2 on ext4). */

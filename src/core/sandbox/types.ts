@@ -97,6 +97,8 @@ export interface SandboxInfo {
   substitutedFrom?: string;
   workspaceMode?: 'copy' | 'bind';
   tracing: { available: boolean; method?: string; reason?: string };
+  /** Set when the image's own ENTRYPOINT/CMD exited before the shell started (it is kept running regardless). */
+  entrypointNote?: string;
 }
 
 /** One running container with a persistent shell. Every agent step, test run and verifier run goes through one. */

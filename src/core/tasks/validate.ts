@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { errorMessage } from '../errors';
 import type { Sandbox, SandboxProvider } from '../sandbox/types';
-import { runTests, TASK_ERROR_KINDS, type TestRunResult } from '../reward/tests';
+import { runTests, type TestRunResult } from '../reward/tests';
+import { verifierError } from '../run/classify-outcome';
+import type { OutcomeClass } from '../run/outcome';
 import { createOraclePolicy, oracleTurns } from '../agent/oracle';
 import { runAgentLoop } from '../agent/loop';
 import { loadSystemPrompt } from '../agent/prompt';
@@ -31,6 +33,8 @@ export interface ScoredStage {
   durationMs?: number;
   /** The last part of the test output when something went wrong. */
   logTail?: string;
+  /** Set when the stage could not judge the task (the verifier crashed): the run's outcome class. */
+  outcome?: OutcomeClass;
 }
 
 export interface TaskValidation {
@@ -285,10 +289,11 @@ function scoreStage(stageRun: StageRun, pass: (score: number) => boolean, failMe
   const run = stageRun.run!;
   const base = { durationMs: run.durationMs };
   if (run.error) {
-    // An untouched container often makes the test runner fail outright: for the empty agent that is
-    // a score of 0, unless the task or harness itself is broken.
-    if (emptyAgent && !TASK_ERROR_KINDS.includes(run.error.kind)) return { ...base, status: 'passed', score: 0, message: `tests could not score the empty container (${run.error.kind}): counted as 0` };
-    return { ...base, status: 'failed', message: `${run.error.kind}: ${run.error.message}${run.error.logTail ? `; log: ${causeLines(run.error.logTail)}` : ''}${emptyAgent ? '' : whyNotOne(stageRun)}`, logTail: run.error.logTail };
+    // A verifier that crashed before reporting proves nothing about the work: counting it as "the
+    // empty agent fails" would pass a task whose tests cannot run here (e.g. they fetch uv offline).
+    const outcome = verifierError(run.error);
+    const check = emptyAgent ? 'that an agent doing nothing fails' : 'the reference solution';
+    return { ...base, status: 'failed', outcome: outcome.class, message: `verifier error, so ${check} could not be checked: ${outcome.cause}${emptyAgent ? '' : whyNotOne(stageRun)}`, logTail: run.error.logTail };
   }
   const score = run.tests ?? 0;
   if (pass(score)) return { ...base, status: 'passed', score };

@@ -19,6 +19,10 @@ export interface RawCommandTrace {
   inspectedPids: number[];
   /** Pids started in this window (processes only, not threads). */
   spawned: number[];
+  /** Paths whose metadata or existence changed: chmod, chown, utime (touch), rename (both names), unlink. */
+  metaWritten: string[];
+  /** Paths checked for existence or permissions without being read: access(), failed opens. */
+  checked: string[];
 }
 
 /**
@@ -69,11 +73,15 @@ export function aggregate(events: readonly TraceEvent[], ctx: AggregateContext):
   const spawnedSet = new Set<number>();
   const exited = new Set<number>();
   const createdHere = new Set<string>();
+  const metaWritten = new Set<string>();
+  const checked = new Set<string>();
   for (const ev of events) {
     switch (ev.kind) {
       case 'open': {
         if (!ev.ok) {
           noteProcRead(ev.path, inspected);
+          // A failed open is a look for the file ("is it still there?"), as for a verifier checking a deletion.
+          if (!ev.create && !isNoiseRead(ev.path, ctx.writtenBefore)) checked.add(ev.path);
           continue;
         }
         noteProcRead(ev.path, inspected);
@@ -108,11 +116,26 @@ export function aggregate(events: readonly TraceEvent[], ctx: AggregateContext):
         break;
       case 'rename':
         if (!ev.ok) continue;
-        if (!isNoiseWrite(ev.from)) removed.add(ev.from);
-        if (!isNoiseWrite(ev.to)) written.add(ev.to);
+        if (!isNoiseWrite(ev.from)) {
+          removed.add(ev.from);
+          metaWritten.add(ev.from);
+        }
+        if (!isNoiseWrite(ev.to)) {
+          written.add(ev.to);
+          metaWritten.add(ev.to);
+        }
         break;
       case 'unlink':
-        if (ev.ok && !isNoiseWrite(ev.path)) removed.add(ev.path);
+        if (ev.ok && !isNoiseWrite(ev.path)) {
+          removed.add(ev.path);
+          metaWritten.add(ev.path);
+        }
+        break;
+      case 'meta':
+        if (ev.ok && !isNoiseWrite(ev.path)) metaWritten.add(ev.path);
+        break;
+      case 'access':
+        if (!isNoiseRead(ev.path, ctx.writtenBefore)) checked.add(ev.path);
         break;
       case 'truncate':
       case 'link':
@@ -142,6 +165,8 @@ export function aggregate(events: readonly TraceEvent[], ctx: AggregateContext):
     outlived,
     inspectedPids: [...inspected],
     spawned,
+    metaWritten: [...metaWritten],
+    checked: [...checked].filter((p) => !reads.has(p)),
   };
 }
 

@@ -18,6 +18,10 @@ export type TraceEvent =
   | { kind: 'truncate'; pid: number; path: string; ok: boolean }
   | { kind: 'link'; pid: number; path: string; ok: boolean }
   | { kind: 'kill'; pid: number; target: number; signal: string; ok: boolean }
+  /** chmod, chown, utimensat (touch) and their fd/at variants: the file's metadata changed. */
+  | { kind: 'meta'; pid: number; path: string; op: 'chmod' | 'chown' | 'utime'; ok: boolean }
+  /** access/faccessat: an existence or permission check (`test -x`, os.access). */
+  | { kind: 'access'; pid: number; path: string; ok: boolean }
   | { kind: 'mark'; pid: number; n: number; phase: 'begin' | 'end' };
 
 /** Syscalls the tracer asks strace for: everything the parser understands, nothing more (each one costs a stop). */
@@ -26,6 +30,10 @@ export const TRACED_SYSCALLS = [
   'clone', 'clone3', 'fork', 'vfork', 'bind', 'connect',
   'rename', 'renameat', 'renameat2', 'unlink', 'unlinkat', 'truncate',
   'link', 'linkat', 'symlink', 'symlinkat', 'kill',
+  // Metadata writes and existence checks (DepGPO credits a chmod the verifier checks). Rare calls,
+  // unlike the stat family, which every runtime makes by the thousand and is left out for cost.
+  'chmod', 'fchmod', 'fchmodat', 'chown', 'fchown', 'lchown', 'fchownat', 'utimensat', 'utimes', 'utime', 'futimesat',
+  'access', 'faccessat', 'faccessat2',
 ];
 
 /** Paths opened by the shell to mark command boundaries; they never exist. */
@@ -221,6 +229,27 @@ export class StraceParser {
         if (raw === undefined) return [];
         return [{ kind: 'link', pid, ok, path: this.resolve(pid, dirIdx === undefined ? undefined : args[dirIdx], raw) }];
       }
+      case 'chmod':
+      case 'chown':
+      case 'lchown':
+      case 'utimes':
+      case 'utime':
+      case 'fchmodat':
+      case 'fchownat':
+      case 'futimesat':
+      case 'utimensat':
+      case 'fchmod':
+      case 'fchown': {
+        const op = name.includes('chmod') ? 'chmod' : name.includes('chown') ? 'chown' : 'utime';
+        const path = this.pathArg(pid, name, args);
+        return path === undefined ? [] : [{ kind: 'meta', pid, path, op, ok }];
+      }
+      case 'access':
+      case 'faccessat':
+      case 'faccessat2': {
+        const path = this.pathArg(pid, name, args);
+        return path === undefined ? [] : [{ kind: 'access', pid, path, ok }];
+      }
       case 'kill': {
         const target = Number(args[0]);
         if (!Number.isFinite(target)) return [];
@@ -229,6 +258,22 @@ export class StraceParser {
       default:
         return [];
     }
+  }
+
+  /**
+   * The file a metadata call names: `name(path, …)`, `name(dirfd, path, …)` for the *at variants,
+   * `name(fd, …)` for fchmod/fchown, and utimensat(fd, NULL, …), which is how touch updates an open file.
+   */
+  private pathArg(pid: number, name: string, args: string[]): string | undefined {
+    if (name === 'fchmod' || name === 'fchown') return fdDecoration(args[0] ?? '');
+    const at = name.endsWith('at') || name === 'faccessat2';
+    if (!at) {
+      const raw = decodeCString(args[0]);
+      return raw === undefined ? undefined : this.resolve(pid, undefined, raw);
+    }
+    const raw = decodeCString(args[1]);
+    if (raw === undefined) return (args[1] ?? '').trim() === 'NULL' ? fdDecoration(args[0] ?? '') : undefined;
+    return this.resolve(pid, args[0], raw);
   }
 
   /** Absolute path of `raw` as seen by `pid`, relative to a dirfd argument (decorated by -y) or the cwd. */

@@ -120,6 +120,7 @@ export function toVerifierTrace(trace: CommandTrace): VerifierTrace {
     writes: trace.writes.map((w) => w.path),
     ports: [...new Set([...(trace.probedPorts ?? []), ...trace.ports])],
     processes: [...(trace.inspectedProcesses ?? [])],
+    ...(trace.checkedPaths?.length ? { checked: [...trace.checkedPaths] } : {}),
   };
 }
 
@@ -269,6 +270,8 @@ class TraceEngine {
       processes: raw.outlived,
       probedPorts: raw.probed,
       inspectedProcesses: raw.inspectedPids.map((p) => `${p}:${parser.commOf(p) ?? '?'}`),
+      ...(raw.metaWritten.length ? { metaWrites: raw.metaWritten } : {}),
+      ...(raw.checked.length ? { checkedPaths: raw.checked } : {}),
     };
     if (notes.length) trace.incomplete = notes.join('; ');
     return { ...result, trace };

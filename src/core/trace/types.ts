@@ -39,6 +39,10 @@ export interface CommandTrace {
   probedPorts?: number[];
   /** Processes it inspected that it did not start: /proc/<pid> reads, signals incl. kill -0 ("pid:comm"). */
   inspectedProcesses?: string[];
+  /** Files whose metadata or existence the command changed: chmod, chown, touch (utime), rename (both names), unlink. */
+  metaWrites?: string[];
+  /** Files it checked for existence or permissions without reading them (access, a failed open). */
+  checkedPaths?: string[];
 }
 
 /** What the verifier (the test run) inspected: DepGPO's resource set E, before removing files it wrote itself. */
@@ -47,6 +51,8 @@ export interface VerifierTrace {
   writes: string[];
   ports: number[];
   processes: string[];
+  /** Files it checked for existence or permissions without opening them for reading (access, a failed open). */
+  checked?: string[];
 }
 
 export const EMPTY_TRACE: CommandTrace = Object.freeze({ reads: [], writes: [], stdoutValues: [], ports: [], processes: [] }) as CommandTrace;

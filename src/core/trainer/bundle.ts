@@ -7,6 +7,7 @@ import type { Task } from '../tasks/model';
 import { readTrajectory } from '../trajectory/reader';
 import type { Trajectory } from '../trajectory/reader';
 import { creditForGroup } from '../depgpo/credit';
+import { isMasked, outcomeOf, type OutcomeClass } from '../run/outcome';
 import type { AdvantageExport } from '../depgpo/credit';
 import { initialMessages, loadSystemPrompt } from '../agent/prompt';
 import { packageRoot } from '../sandbox/package-root';
@@ -47,7 +48,7 @@ export interface Manifest {
   versions: { tbrl: string; node: string; promptVersion: string; bridge: string };
   dataset: { format: 'jsonl'; rows: number; note: string };
   tasks: Array<{ id: string; format: string; dir: string }>;
-  trajectories: Array<{ file: string; runId: string; taskId: string; steps: number; reward?: number }>;
+  trajectories: Array<{ file: string; runId: string; taskId: string; steps: number; reward?: number; outcome?: OutcomeClass; masked?: true }>;
   overrides: string[];
   /** sha256 of every other file in the bundle. */
   files: Record<string, string>;
@@ -136,8 +137,11 @@ export async function buildBundle(options: BundleOptions): Promise<Bundle> {
     const file = `trajectories/${String(i).padStart(3, '0')}-${safe(t.header.runId)}.jsonl`;
     const raw = [t.header, ...t.steps, ...(t.footer ? [t.footer] : [])].map((r) => JSON.stringify(r)).join('\n') + '\n';
     entries.push({ path: file, data: Buffer.from(raw, 'utf8') });
-    const reward = t.footer?.reward?.total;
-    manifestTrajectories.push({ file, runId: t.header.runId, taskId: t.header.task?.id ?? '', steps: t.steps.length, ...(typeof reward === 'number' ? { reward } : {}) });
+    // A masked outcome (verifier crash, lost container…) ships without a reward: it is not the agent's.
+    const outcome = t.footer ? outcomeOf(t.footer) : undefined;
+    const masked = !outcome || isMasked(outcome);
+    const reward = masked ? undefined : t.footer?.reward?.total;
+    manifestTrajectories.push({ file, runId: t.header.runId, taskId: t.header.task?.id ?? '', steps: t.steps.length, ...(typeof reward === 'number' ? { reward } : {}), ...(outcome ? { outcome: outcome.class } : {}), ...(masked ? { masked: true } : {}) });
   });
   // Paths in the export point at the user's disk; inside the bundle they point at the copies.
   const byPath = new Map(trajectories.map((t, i) => [t.path, manifestTrajectories[i].file]));

@@ -1,5 +1,6 @@
 import type { Trajectory } from './reader';
 import type { ActionRecord, RewardRecord, StepRecord } from './schema';
+import { isMasked, outcomeOf } from '../run/outcome';
 
 /** Parse errors are recorded among the actions, in their place in the turn, under this kind. */
 export const PARSE_ERROR = 'parse_error';
@@ -124,6 +125,8 @@ export function formatTrajectory(t: Trajectory, options: ReplayOptions = {}): st
     } else {
       out.push('Reward: not computed');
     }
+    const outcome = outcomeOf(f);
+    out.push(`Outcome: ${outcome.class}${outcome.cause ? ` — ${outcome.cause}` : ''}${isMasked(outcome) ? ' (masked in credit and training)' : ''}`);
     if (f.depgpo) out.push(`DepGPO factors: ${f.depgpo.factors.map((x) => x.toFixed(2)).join(' ')}${f.depgpo.fallback ? ` (fallback: ${f.depgpo.fallback})` : ''}`);
     out.push(`Tokens: ${f.usage.promptTokens} prompt + ${f.usage.completionTokens} completion`);
   }
