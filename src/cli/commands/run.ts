@@ -1,3 +1,4 @@
+import { allowListFrom } from '../../core/tasks/confine';
 import type { CliCommand } from '../command';
 import { UsageError } from '../command';
 import { forkRun, runTask, safeName, timestamp, type RunProgress, type RunTaskResult } from '../../core/run/run-task';
@@ -108,6 +109,7 @@ export const runCommand: CliCommand = {
     select: { type: 'string' },
     'fork-from': { type: 'string' },
     step: { type: 'string' },
+    'allow-privilege': { type: 'string', multiple: true },
   },
   async run({ positionals, values }) {
     const forkFrom = values['fork-from'] as string | undefined;
@@ -144,6 +146,7 @@ export const runCommand: CliCommand = {
       judgeModel: values.judge as string | undefined,
       checkpoint: values.checkpoint === true,
       trace: values['no-trace'] !== true,
+      allowPrivileges: allowListFrom(values['allow-privilege']),
       signal: controller.signal,
       onProgress: printProgress,
     };
