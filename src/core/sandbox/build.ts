@@ -58,7 +58,7 @@ export async function buildTaskImage(
   const dockerfileName = inContext ? relDockerfile : '.tbrl.Dockerfile';
   const files = collectContext(context).filter((f) => f.path !== dockerfileName);
   files.push({ path: dockerfileName, mode: 0o644, kind: 'file', content: Buffer.from(dockerfile) });
-  const hash = contextHash(files, JSON.stringify({ dockerfileName, args: Object.entries(args).sort() }));
+  const hash = await contextHash(files, JSON.stringify({ dockerfileName, args: Object.entries(args).sort() }));
   const image = `tbrl-task/${hash.slice(0, 20)}:latest`;
   const substitutedFrom = substituted.length ? substituted.join(', ') : undefined;
   if (await imageExists(conn, image)) {
@@ -67,7 +67,7 @@ export async function buildTaskImage(
   }
 
   onProgress?.(`building ${image} from ${dockerfilePath}${substitutedFrom ? ` (substituted ${substitutedFrom})` : ''}`);
-  const tar = await packContext(files);
+  const tar = packContext(files);
   let stream: NodeJS.ReadableStream;
   try {
     stream = await conn.docker.buildImage(tar as unknown as NodeJS.ReadableStream, {
