@@ -20,7 +20,7 @@ export interface TbrlSettings {
   limits: { maxSteps: number; maxTimeSec: number };
   runsDir: string;
   docker: { socketPath: string };
-  sandbox: { baseImageMap: Record<string, string> };
+  sandbox: { baseImageMap: Record<string, string>; allowPrivileges: string[] };
   debug: { stopBeforeEveryAction: boolean; checkpoint: boolean };
   trainer: { url: string };
 }
@@ -38,6 +38,7 @@ export const SETTING_DEFAULTS = {
   'limits.maxTimeSec': 1800,
   runsDir: 'runs',
   'docker.socketPath': '',
+  'sandbox.allowPrivileges': [],
   'sandbox.baseImageMap': {},
   'debug.stopBeforeEveryAction': false,
   'debug.checkpoint': true,
@@ -87,6 +88,9 @@ export function readSettings(get: (key: string) => unknown): { settings: TbrlSet
       else problems.push(`tbrl.sandbox.baseImageMap["${k}"] must be an image name string, e.g. "python:3.13-slim": "tbrl-standin/python:3".`);
     }
   }
+  const allowRaw = get('sandbox.allowPrivileges');
+  const allowPrivileges = Array.isArray(allowRaw) ? allowRaw.filter((k): k is string => typeof k === 'string') : [];
+  if (allowRaw !== undefined && (!Array.isArray(allowRaw) || allowPrivileges.length !== allowRaw.length)) problems.push('tbrl.sandbox.allowPrivileges must be a list of key names, e.g. ["capAdd"].');
   const profiles = readProfiles(get('model.profiles'), problems);
   let profile = str('model.profile');
   if (profile && !profiles[profile]) {
@@ -100,7 +104,7 @@ export function readSettings(get: (key: string) => unknown): { settings: TbrlSet
       limits: { maxSteps: int('limits.maxSteps', 1), maxTimeSec: int('limits.maxTimeSec', 1) },
       runsDir: str('runsDir') || 'runs',
       docker: { socketPath: str('docker.socketPath') },
-      sandbox: { baseImageMap },
+      sandbox: { baseImageMap, allowPrivileges },
       debug: { stopBeforeEveryAction: bool('debug.stopBeforeEveryAction'), checkpoint: bool('debug.checkpoint') },
       trainer: { url: str('trainer.url') },
     },

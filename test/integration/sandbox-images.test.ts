@@ -122,7 +122,7 @@ describe('devcontainer', () => {
   "postCreateCommand": { "one": "echo one", "two": ["echo", "two"] },
 }`,
     });
-    const cfg = parseDevcontainer(ws, join(ws, '.devcontainer/devcontainer.json'));
+    const cfg = parseDevcontainer(ws, join(ws, '.devcontainer/devcontainer.json'), { allowPrivileges: ['mounts'] });
     assert.equal(cfg.build?.context, ws);
     assert.equal(cfg.build?.dockerfile, join(ws, '.devcontainer', 'Dockerfile'));
     assert.deepEqual(cfg.build?.args, { V: '1' });

@@ -1,3 +1,4 @@
+import { allowListFrom } from '../../core/tasks/confine';
 import { readFileSync } from 'node:fs';
 import type { CliCommand } from '../command';
 import { UsageError } from '../command';
@@ -32,6 +33,7 @@ export const runWorkspaceCommand: CliCommand = {
   usage: [
     'run-workspace <folder> --instruction TEXT [--verify CMD] [--devcontainer PATH] [--base-url URL] [--model NAME]',
     '              [--api-key KEY] [--n N] [--max-steps N] [--max-time SEC] [--out DIR] [--script TURNS.json]',
+    '              [--allow-privilege KEY...]   accept devcontainer keys (mounts, capAdd...) refused by default',
     '',
     'The folder needs .devcontainer/devcontainer.json; the workspace is copied into the container, so your',
     'files are not touched. --verify runs in the container after the agent: exit 0 scores 1, else 0.',
@@ -51,6 +53,7 @@ export const runWorkspaceCommand: CliCommand = {
     'max-time': { type: 'string' },
     out: { type: 'string' },
     script: { type: 'string' },
+    'allow-privilege': { type: 'string', multiple: true },
   },
   async run({ positionals, values }) {
     if (positionals.length !== 1) throw new UsageError('give exactly one project folder, e.g. `tbrl run-workspace . --instruction "fix the failing test"`.');
@@ -73,6 +76,7 @@ export const runWorkspaceCommand: CliCommand = {
         maxSteps: positive(values, 'max-steps'),
         maxTimeSec: positive(values, 'max-time'),
         outDir: values.out as string | undefined,
+        allowPrivileges: allowListFrom(values['allow-privilege']),
         ...(script ? { policyOverride: new ScriptedPolicy(scriptTurns(script)) } : {}),
         signal: controller.signal,
         onProgress: (e) => {

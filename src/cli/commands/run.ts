@@ -1,3 +1,4 @@
+import { allowListFrom } from '../../core/tasks/confine';
 import type { CliCommand } from '../command';
 import { UsageError } from '../command';
 import { forkRun, runTask, safeName, timestamp, type RunProgress, type RunTaskResult } from '../../core/run/run-task';
@@ -94,6 +95,7 @@ export const runCommand: CliCommand = {
     select: { type: 'string' },
     'fork-from': { type: 'string' },
     step: { type: 'string' },
+    'allow-privilege': { type: 'string', multiple: true },
   },
   async run({ positionals, values }) {
     const forkFrom = values['fork-from'] as string | undefined;
@@ -117,6 +119,7 @@ export const runCommand: CliCommand = {
     const baseOptions = {
       taskDir: positionals[0] as string,
       ...parseRunPolicyOptions(values),
+      allowPrivileges: allowListFrom(values['allow-privilege']),
       signal: controller.signal,
       onProgress: printProgress,
     };

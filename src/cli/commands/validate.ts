@@ -1,3 +1,4 @@
+import { allowListFrom } from '../../core/tasks/confine';
 import { writeFile } from 'node:fs/promises';
 import type { CliCommand } from '../command';
 import { UsageError } from '../command';
@@ -40,6 +41,7 @@ export const validateCommand: CliCommand = {
   summary: 'Check tasks: static checks, image build, oracle scores 1, an empty agent scores below 1',
   usage: [
     'validate <task-dir...> [--concurrency N] [--json out.json] [--static-only] [--oracle policy|script] [--record DIR|none]',
+    '         [--allow-privilege KEY...]   accept compose keys such as cap_add that are refused by default',
     '',
     'Runs tasks in parallel (default 2 at a time). Exit code 1 when any task is invalid.',
     'The reference solution runs as the oracle policy through the agent loop (like `tbrl run --policy',
@@ -53,6 +55,7 @@ export const validateCommand: CliCommand = {
     'static-only': { type: 'boolean', default: false },
     oracle: { type: 'string', default: 'policy' },
     record: { type: 'string', default: '.' },
+    'allow-privilege': { type: 'string', multiple: true },
   },
   async run({ positionals, values }) {
     if (positionals.length === 0) throw new UsageError('name at least one task directory, e.g. `tbrl validate examples/hello-world`.');
@@ -66,6 +69,7 @@ export const validateCommand: CliCommand = {
       concurrency,
       staticOnly,
       oracle,
+      allowPrivileges: allowListFrom(values['allow-privilege']),
       provider: staticOnly ? undefined : new DockerSandboxProvider(),
       onProgress: (e) => {
         if (e.type === 'stage') console.error(`  ${e.path}: ${e.message}`);

@@ -14,6 +14,7 @@ import type { ImageSource, Sandbox, SandboxProvider } from '../sandbox/types';
 import { DockerSandboxProvider } from '../sandbox/provider';
 import { createTracedSandbox } from '../trace/traced-sandbox';
 import { loadTask } from '../tasks/load';
+import { allowListFrom } from '../tasks/confine';
 import type { Task } from '../tasks/model';
 import { TrajectoryWriter } from '../trajectory/writer';
 import { TRAJECTORY_SCHEMA } from '../trajectory/schema';
@@ -66,6 +67,8 @@ export interface RunTaskOptions extends RunConfigInput {
   skipReward?: boolean;
   /** Sequential Refine: what the previous attempt did and how it ended, shown with the task. */
   previousAttempt?: string;
+  /** Privilege keys the user allowed by name (tasks/confine.ts); recorded in the header. */
+  allowPrivileges?: string[];
   /**
    * Branch from step k of an earlier run: its container comes back from step k's checkpoint, steps
    * 0..k are copied into the new trajectory (header.forkedFrom says from where) and the policy goes
@@ -140,7 +143,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
 
   const fork = options.forkFrom ? await prepareFork(options.forkFrom, cwd) : undefined;
   progress({ type: 'phase', phase: 'task', message: `Loading task ${options.taskDir}` });
-  const task = options.task ?? (await loadTask(resolve(cwd, options.taskDir)));
+  const task = options.task ?? (await loadTask(resolve(cwd, options.taskDir), { allowPrivileges: options.allowPrivileges ?? allowListFrom(undefined, env) }));
   if (task.harbor?.steps) {
     throw new TbrlError('TASK_UNSUPPORTED_FIELD', `Task ${task.id} is a multi-step Harbor task ([[steps]]): tbrl validate runs its steps (oracle and empty agent, per-step verifiers, min_reward, ${task.harbor.stepRewardStrategy} reward), but an agent run of steps is not supported yet.`, 'Validate it with `tbrl validate`, or run one step as a single-step task.');
   }
@@ -176,7 +179,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     task: { id: task.id, dir: task.dir, format: task.format, instruction: task.instruction },
     policy: policyHeader,
     ...(verifierHeader ? { verifier: verifierHeader } : {}),
-    config: { policyDescription: policy.description, configSources: config.sources, checkpoint: !!options.checkpoint, trace: options.trace ?? true, ...(previousAttempt ? { previousAttempt } : {}) },
+    config: { policyDescription: policy.description, configSources: config.sources, checkpoint: !!options.checkpoint, trace: options.trace ?? true, ...(previousAttempt ? { previousAttempt } : {}), ...(Array.isArray(task.extra.allowedPrivileges) ? { allowedPrivileges: task.extra.allowedPrivileges } : {}) },
     versions: { tbrl: VERSION, node: process.version, promptVersion: prompt.version },
     systemPrompt: prompt.text,
     limits: { maxSteps: config.maxSteps, maxTimeSec, ...(config.maxTokens !== undefined ? { maxTokens: config.maxTokens } : {}) },

@@ -98,8 +98,9 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<RunWor
   const folder = resolve(options.cwd ?? process.cwd(), workspaceFolder);
   if (!existsSync(folder)) throw new TbrlError('WORKSPACE_MISSING', `${folder} does not exist.`, 'Pass the folder of your project, e.g. tbrl run-workspace . --instruction "fix the failing test"');
   if (!instruction.trim()) throw new TbrlError('INSTRUCTION_EMPTY', 'The instruction is empty.', 'Say what the agent should do, e.g. --instruction "make the tests in tests/ pass"');
-  const config = parseDevcontainer(folder, findDevcontainerConfig(folder, devcontainerConfig));
+  const config = parseDevcontainer(folder, findDevcontainerConfig(folder, devcontainerConfig), { allowPrivileges: rest.allowPrivileges });
   const task = workspaceTask(folder, config, instruction.trim());
+  if (config.allowedPrivileges.length) task.extra.allowedPrivileges = config.allowedPrivileges;
   let changes = '';
   let changesPath = '';
   const result = await runTask({
@@ -108,7 +109,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<RunWor
     policy: rest.policyOverride ? rest.policy : 'model',
     taskDir: folder,
     task,
-    sandboxImage: { kind: 'devcontainer', workspaceFolder: folder, configPath: devcontainerConfig },
+    sandboxImage: { kind: 'devcontainer', workspaceFolder: folder, configPath: devcontainerConfig, allowPrivileges: rest.allowPrivileges },
     // No verify command: the footer has no reward and the summary says "not computed".
     skipReward: rest.skipReward || !verifyCommand,
     ...(verifyCommand ? { scoreRun: (sandbox: Sandbox) => verifyReward(sandbox, verifyCommand, config.workspaceFolder, verifyTimeoutSec ?? task.testTimeoutSec) } : {}),

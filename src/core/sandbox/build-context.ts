@@ -1,17 +1,57 @@
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { basename, join, relative, sep } from 'node:path';
+import { createReadStream } from 'node:fs';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { TbrlError } from '../errors';
 import picomatch from 'picomatch';
 import * as tar from 'tar-stream';
-import { streamToBuffer } from './archive';
 
 export interface ContextFile {
   /** Path relative to the context root, `/`-separated. */
   path: string;
   mode: number;
   kind: 'file' | 'directory' | 'symlink';
+  /** Bytes of a file. */
+  size?: number;
+  /** Absolute path a file's bytes are read from (streamed; never all held at once). */
+  source?: string;
+  /** A file's bytes: given for generated files, read on first use from `source` otherwise. */
   content?: Buffer;
   linkname?: string;
+}
+
+/**
+ * Largest single file a build context or workspace copy carries: the tar header's size field
+ * (11 octal digits) ends at 8 GiB.
+ */
+export const MAX_CONTEXT_FILE_BYTES = 8 * 1024 ** 3 - 1;
+
+export class ContextFileTooLargeError extends TbrlError {
+  constructor(readonly file: string, readonly size: number, limit: number) {
+    super(
+      'BUILD_CONTEXT_FILE_TOO_LARGE',
+      `${file} is ${(size / 1024 ** 3).toFixed(1)} GiB, over the ${(limit / 1024 ** 3).toFixed(1)} GiB a build context file may be.`,
+      `Leave it out of the build context with a .dockerignore line (e.g. "${basename(file)}"), or fetch it inside the Dockerfile instead.`,
+    );
+  }
+}
+
+function fileEntry(path: string, source: string, mode: number, size: number): ContextFile {
+  let cached: Buffer | undefined;
+  return {
+    path,
+    mode,
+    kind: 'file',
+    size,
+    source,
+    // Only callers that need the bytes (workspace diffs) read them, one file at a time.
+    get content(): Buffer {
+      cached ??= readFileSync(source);
+      return cached;
+    },
+  };
 }
 
 /** `.dockerignore` semantics that matter in practice: globs, `**`, `!` re-includes, directory prefixes. */
@@ -42,7 +82,8 @@ function ignoreMatcher(root: string): (path: string) => boolean {
   };
 }
 
-export function collectContext(root: string, options: { ignore?: (path: string) => boolean } = {}): ContextFile[] {
+export function collectContext(root: string, options: { ignore?: (path: string) => boolean; maxFileBytes?: number } = {}): ContextFile[] {
+  const maxFileBytes = options.maxFileBytes ?? MAX_CONTEXT_FILE_BYTES;
   const ignored = options.ignore ?? ignoreMatcher(root);
   const out: ContextFile[] = [];
   const walk = (dir: string) => {
@@ -55,32 +96,50 @@ export function collectContext(root: string, options: { ignore?: (path: string) 
       else if (st.isDirectory()) {
         out.push({ path: rel, mode: st.mode & 0o7777, kind: 'directory' });
         walk(abs);
-      } else if (st.isFile()) out.push({ path: rel, mode: st.mode & 0o7777, kind: 'file', content: readFileSync(abs) });
+      } else if (st.isFile()) {
+        if (st.size > maxFileBytes) throw new ContextFileTooLargeError(abs, st.size, maxFileBytes);
+        out.push(fileEntry(rel, abs, st.mode & 0o7777, st.size));
+      }
     }
   };
   walk(root);
   return out;
 }
 
-/** Content hash of a build: same files, modes, Dockerfile text and args → same image tag. */
-export function contextHash(files: ContextFile[], extra: string): string {
+/** Content hash of a build: same files, modes, Dockerfile text and args → same image tag. Streams each file. */
+export async function contextHash(files: ContextFile[], extra: string): Promise<string> {
   const h = createHash('sha256');
   h.update(extra);
   for (const f of files) {
     h.update(`\0${f.kind}\0${f.path}\0${f.mode.toString(8)}\0${f.linkname ?? ''}\0`);
-    if (f.content) h.update(createHash('sha256').update(f.content).digest());
+    if (f.kind !== 'file') continue;
+    const inner = createHash('sha256');
+    if (f.source !== undefined && !Object.getOwnPropertyDescriptor(f, 'content')?.value) {
+      for await (const chunk of createReadStream(f.source)) inner.update(chunk as Buffer);
+    } else inner.update(f.content!);
+    h.update(inner.digest());
   }
   return h.digest('hex');
 }
 
-export async function packContext(files: ContextFile[], prefix = ''): Promise<Buffer> {
+/**
+ * A tar stream of `files`: one file open at a time, read in chunks as the consumer (the Docker
+ * daemon) drains it, so a context of any size costs a few buffers of memory. Links are stored as
+ * links, never followed.
+ */
+export function packContext(files: ContextFile[], prefix = ''): Readable {
   const pack = tar.pack();
-  for (const f of files) {
-    const name = prefix + f.path;
-    if (f.kind === 'directory') pack.entry({ name, type: 'directory', mode: f.mode });
-    else if (f.kind === 'symlink') pack.entry({ name, type: 'symlink', linkname: f.linkname, mode: f.mode });
-    else pack.entry({ name, mode: f.mode, size: f.content!.length }, f.content!);
-  }
-  pack.finalize();
-  return streamToBuffer(pack as unknown as AsyncIterable<unknown>);
+  void (async () => {
+    for (const f of files) {
+      const name = prefix + f.path;
+      if (f.kind === 'directory') pack.entry({ name, type: 'directory', mode: f.mode });
+      else if (f.kind === 'symlink') pack.entry({ name, type: 'symlink', linkname: f.linkname, mode: f.mode });
+      else if (f.source !== undefined && !Object.getOwnPropertyDescriptor(f, 'content')?.value) {
+        const entry = pack.entry({ name, mode: f.mode, size: f.size });
+        await pipeline(createReadStream(f.source), entry);
+      } else pack.entry({ name, mode: f.mode, size: f.content!.length }, f.content!);
+    }
+    pack.finalize();
+  })().catch((err: unknown) => pack.destroy(err as Error));
+  return pack as unknown as Readable;
 }

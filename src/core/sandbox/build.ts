@@ -67,7 +67,7 @@ export async function buildTaskImage(
   const dockerfileName = inContext ? relDockerfile : '.tbrl.Dockerfile';
   const files = collectContext(context).filter((f) => f.path !== dockerfileName && !f.path.startsWith(HEREDOC_DIR));
   files.push(...heredocs.files, { path: dockerfileName, mode: 0o644, kind: 'file', content: Buffer.from(dockerfile) });
-  const hash = contextHash(files, JSON.stringify({ dockerfileName, args: Object.entries(args).sort() }));
+  const hash = await contextHash(files, JSON.stringify({ dockerfileName, args: Object.entries(args).sort() }));
   const image = `tbrl-task/${hash.slice(0, 20)}:latest`;
   const substitutedFrom = substituted.length ? substituted.join(', ') : undefined;
   if (await imageExists(conn, image)) {
@@ -76,8 +76,8 @@ export async function buildTaskImage(
   }
 
   onProgress?.(`building ${image} from ${dockerfilePath}${substitutedFrom ? ` (substituted ${substitutedFrom})` : ''}`);
-  const tar = await packContext(files);
-  const request = { tar, image, dockerfileName, args, hash, signal: spec.signal };
+  // A factory, not a stream: a refused BuildKit build is retried with the legacy builder on a fresh stream.
+  const request = { pack: () => packContext(files), image, dockerfileName, args, hash, signal: spec.signal };
   let outcome = await runBuild(conn, { ...request, buildkit: options.builder !== 'legacy' }, onProgress);
   if (outcome.buildkitRefused) {
     onProgress?.(`the engine refused a BuildKit build (${outcome.failure}); building with the legacy builder`);
@@ -93,7 +93,7 @@ export async function buildTaskImage(
 }
 
 interface BuildRequest {
-  tar: Buffer;
+  pack: () => NodeJS.ReadableStream;
   image: string;
   dockerfileName: string;
   args: Record<string, string>;
@@ -120,7 +120,7 @@ interface BuildOutcome {
 async function runBuild(conn: DockerConnection, req: BuildRequest, onProgress?: (line: string) => void): Promise<BuildOutcome> {
   let stream: NodeJS.ReadableStream;
   try {
-    stream = await conn.docker.buildImage(req.tar as unknown as NodeJS.ReadableStream, {
+    stream = await conn.docker.buildImage(req.pack(), {
       t: req.image,
       dockerfile: req.dockerfileName,
       buildargs: req.args,

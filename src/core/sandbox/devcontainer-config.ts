@@ -1,8 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { parse, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import type Docker from 'dockerode';
 import { DevcontainerError } from './errors';
+import { TbrlError } from '../errors';
+import { isAllowed, neverAllowedSource, privilegeError, type PrivilegeFinding } from '../tasks/confine';
 
 /** The parts of devcontainer.json a sandbox uses, with paths resolved and variables expanded. */
 export interface DevcontainerConfig {
@@ -14,6 +16,28 @@ export interface DevcontainerConfig {
   mounts: Docker.MountSettings[];
   /** onCreateCommand, updateContentCommand, postCreateCommand in lifecycle order. */
   lifecycle: Array<{ name: string; command: string | string[] }>;
+  /** Privilege keys present and allowed by the user (recorded in the run header). */
+  allowedPrivileges: string[];
+  /** Docker settings from allowed keys (privileged, capAdd, securityOpt). */
+  hostConfig: { Privileged?: boolean; CapAdd?: string[]; SecurityOpt?: string[] };
+}
+
+export interface DevcontainerOptions {
+  /** Keys allowed by name: mounts, runArgs, privileged, capAdd, securityOpt, localEnv. */
+  allowPrivileges?: readonly string[];
+}
+
+export const DEVCONTAINER_ALLOW_HINT = 'pass `tbrl run-workspace --allow-privilege %KEYS%` or set "tbrl.sandbox.allowPrivileges": ["%KEYS%"]';
+
+/** Host variables whose names say they hold a secret: never copied into a container, allowed or not. */
+const SECRET_NAME = /KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION/i;
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
 }
 
 const EXAMPLE = `{
@@ -37,7 +61,7 @@ function lineCol(text: string, offset: number): string {
   return `line ${before.length}, column ${before[before.length - 1].length + 1}`;
 }
 
-export function parseDevcontainer(workspaceFolder: string, configPath: string): DevcontainerConfig {
+export function parseDevcontainer(workspaceFolder: string, configPath: string, options: DevcontainerOptions = {}): DevcontainerConfig {
   const text = readFileSync(configPath, 'utf8');
   const errors: ParseError[] = [];
   const raw = parse(text, errors, { allowTrailingComma: true, disallowComments: false }) as Record<string, unknown> | undefined;
@@ -48,6 +72,9 @@ export function parseDevcontainer(workspaceFolder: string, configPath: string): 
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new DevcontainerError(configPath, 'the top level must be an object', EXAMPLE);
 
   const local = resolve(workspaceFolder);
+  const findings: PrivilegeFinding[] = [];
+  // Which host variables a value reads, before expansion: a secret must be refused before it is read.
+  const hostVariables = (value: string): string[] => [...value.matchAll(/\$\{(?:localEnv|env):([^}:]+)[^}]*\}/g)].map((m) => m[1]);
   const containerWs = typeof raw.workspaceFolder === 'string' ? raw.workspaceFolder : `/workspaces/${basename(local)}`;
   const expand = (value: string): string =>
     value.replace(/\$\{([^}]+)\}/g, (all, expr: string) => {
@@ -82,14 +109,58 @@ export function parseDevcontainer(workspaceFolder: string, configPath: string): 
   if (dockerfile) {
     const context = resolve(configDir, str('build.context', buildRaw?.context) ?? str('context', raw.context) ?? '.');
     build = { dockerfile: resolve(configDir, dockerfile), context, args: record('build.args', buildRaw?.args) };
+    for (const [key, path] of [['build.context', context], ['build.dockerfile', build.dockerfile]] as const) {
+      const real = realOrSelf(path);
+      const rel = relative(realOrSelf(local), real);
+      if (rel.startsWith('..') || isAbsolute(rel)) {
+        throw new TbrlError('TASK_PATH_ESCAPES', `${configPath}: ${key} resolves to ${real}, outside the workspace ${local} (rule: a devcontainer builds only from inside its workspace, links followed)`, 'Point build.context and build.dockerfile inside the workspace folder.');
+      }
+    }
   }
   if (!image && !build) throw new DevcontainerError(configPath, 'needs "image" or "build.dockerfile" (Docker Compose configurations are not supported)', EXAMPLE);
 
   const mounts: Docker.MountSettings[] = [];
   if (raw.mounts !== undefined) {
     if (!Array.isArray(raw.mounts)) throw new DevcontainerError(configPath, '"mounts" must be an array', EXAMPLE);
-    for (const m of raw.mounts) mounts.push(parseMount(configPath, m, expand));
+    for (const m of raw.mounts) {
+      const mount = parseMount(configPath, m, expand);
+      mounts.push(mount);
+      const bind = mount.Type === 'bind';
+      findings.push({
+        file: configPath,
+        key: 'mounts',
+        message: `${bind ? 'binds the host path' : `mounts the ${mount.Type}`} ${mount.Source || '(anonymous)'} at ${mount.Target}`,
+        never: bind && (neverAllowedSource(mount.Source) || neverAllowedSource(realOrSelf(mount.Source))),
+      });
+    }
   }
+  const hostConfig: DevcontainerConfig['hostConfig'] = {};
+  if (raw.runArgs !== undefined) findings.push({ file: configPath, key: 'runArgs', message: `passes docker run arguments ${JSON.stringify(raw.runArgs)} (when allowed, tbrl still does not apply them)` });
+  if (raw.privileged === true) {
+    findings.push({ file: configPath, key: 'privileged', message: 'asks for a privileged container' });
+    hostConfig.Privileged = true;
+  }
+  if (Array.isArray(raw.capAdd) && raw.capAdd.length) {
+    findings.push({ file: configPath, key: 'capAdd', message: `adds capabilities ${raw.capAdd.join(', ')}` });
+    hostConfig.CapAdd = raw.capAdd.map(String);
+  }
+  if (Array.isArray(raw.securityOpt) && raw.securityOpt.length) {
+    findings.push({ file: configPath, key: 'securityOpt', message: `sets security options ${raw.securityOpt.join(', ')}` });
+    hostConfig.SecurityOpt = raw.securityOpt.map(String);
+  }
+  // Anything that reads a host variable (containerEnv, remoteEnv, lifecycle commands, mounts) copies it into the container.
+  const walk = (value: unknown, path: string): void => {
+    if (typeof value === 'string') {
+      for (const variable of hostVariables(value)) {
+        const secret = SECRET_NAME.test(variable);
+        findings.push({ file: configPath, key: `${path}.localEnv`, message: `copies the host variable ${variable} into the container${secret ? ' (its name says it is a secret: never allowed)' : ''}`, never: secret });
+      }
+    } else if (Array.isArray(value)) value.forEach((v, i) => walk(v, `${path}[${i}]`));
+    else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) walk(v, path ? `${path}.${k}` : k);
+  };
+  walk(raw, '');
+  const refused = findings.filter((f) => !isAllowed(f, options.allowPrivileges ?? []));
+  if (refused.length) throw privilegeError(refused, DEVCONTAINER_ALLOW_HINT);
 
   const lifecycle: DevcontainerConfig['lifecycle'] = [];
   for (const name of ['onCreateCommand', 'updateContentCommand', 'postCreateCommand']) {
@@ -111,6 +182,8 @@ export function parseDevcontainer(workspaceFolder: string, configPath: string): 
     workspaceFolder: containerWs,
     mounts,
     lifecycle,
+    allowedPrivileges: [...new Set(findings.map((f) => f.key))],
+    hostConfig,
   };
 }
 

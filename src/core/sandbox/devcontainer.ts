@@ -15,12 +15,12 @@ import { findDevcontainerConfig, parseDevcontainer } from './devcontainer-config
  */
 export async function resolveDevcontainer(
   conn: DockerConnection,
-  source: { workspaceFolder: string; configPath?: string },
+  source: { workspaceFolder: string; configPath?: string; allowPrivileges?: string[] },
   options: ImageResolverOptions,
   spec: SandboxSpec,
 ): Promise<ResolvedImage> {
   const hostPath = resolve(source.workspaceFolder);
-  const config = parseDevcontainer(hostPath, findDevcontainerConfig(hostPath, source.configPath));
+  const config = parseDevcontainer(hostPath, findDevcontainerConfig(hostPath, source.configPath), { allowPrivileges: source.allowPrivileges });
   let image: string;
   let substitutedFrom: string | undefined;
   if (config.build) {
@@ -42,6 +42,7 @@ export async function resolveDevcontainer(
     workspace,
     mounts: config.mounts.length ? config.mounts : undefined,
     env: config.containerEnv,
+    ...(Object.keys(config.hostConfig).length ? { hostConfig: config.hostConfig } : {}),
     workdir: containerPath,
     afterStart: async (sandbox) => {
       if (mode === 'copy') await copyWorkspaceIn(sandbox, workspace.hostPath, containerPath);

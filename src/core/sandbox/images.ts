@@ -16,6 +16,8 @@ export interface ResolvedImage {
   workspace?: { hostPath: string; containerPath: string; mode: 'copy' | 'bind' };
   mounts?: Docker.MountSettings[];
   env?: Record<string, string>;
+  /** Docker settings a trusted devcontainer asked for and the user allowed by name. */
+  hostConfig?: { Privileged?: boolean; CapAdd?: string[]; SecurityOpt?: string[] };
   workdir?: string;
   /** Work that needs the running sandbox (workspace copy, postCreateCommand). */
   afterStart?: (sandbox: DockerSandbox) => Promise<void>;

@@ -21,6 +21,7 @@ interface Launch {
   mounts?: Docker.MountSettings[];
   env?: Record<string, string>;
   workdir?: string;
+  hostConfig?: ResolvedImage['hostConfig'];
 }
 
 export class DockerSandboxProvider implements SandboxProvider {
@@ -57,6 +58,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       mounts: resolved.mounts,
       env: { ...resolved.env, ...spec.env },
       workdir: spec.workdir ?? resolved.workdir,
+      hostConfig: resolved.hostConfig,
     });
     sandbox.workspace = resolved.workspace;
     try {
@@ -130,7 +132,9 @@ export class DockerSandboxProvider implements SandboxProvider {
         MemorySwap: limits.memoryBytes,
         NanoCpus: Math.round(limits.cpus * 1e9),
         PidsLimit: limits.pids,
-        SecurityOpt: ['no-new-privileges'],
+        SecurityOpt: ['no-new-privileges', ...(launch.hostConfig?.SecurityOpt ?? [])],
+        ...(launch.hostConfig?.Privileged ? { Privileged: true } : {}),
+        ...(launch.hostConfig?.CapAdd ? { CapAdd: launch.hostConfig.CapAdd } : {}),
         NetworkMode: spec.networkName ?? (spec.network ? 'bridge' : 'none'),
         Init: initAvailable(this.connection),
         Binds: launch.binds,

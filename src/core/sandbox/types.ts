@@ -7,7 +7,7 @@ export type ImageSource =
   /** Build `dockerfile` (path relative to `context`) with build args. */
   | { kind: 'dockerfile'; context: string; dockerfile: string; buildArgs?: Record<string, string> }
   /** A `.devcontainer/devcontainer.json` (JSONC) of a workspace folder. */
-  | { kind: 'devcontainer'; workspaceFolder: string; configPath?: string };
+  | { kind: 'devcontainer'; workspaceFolder: string; configPath?: string; allowPrivileges?: string[] };
 
 export interface SandboxLimits {
   memoryBytes: number;

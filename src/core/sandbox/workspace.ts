@@ -12,7 +12,7 @@ export async function copyWorkspaceIn(sandbox: Sandbox, hostPath: string, contai
   const files = collectContext(hostPath, { ignore: () => false });
   const mk = await sandbox.execArgv(['mkdir', '-p', containerPath], { timeoutMs: 30_000 });
   if (mk.exitCode !== 0) throw new Error(`could not create ${containerPath} in the sandbox: ${mk.output}`);
-  await sandbox.putArchive(await packContext(files), containerPath);
+  await sandbox.putArchive(packContext(files), containerPath);
 }
 
 function isBinary(b: Buffer): boolean {

@@ -76,6 +76,8 @@ export interface ValidateOptions {
   provider?: SandboxProvider;
   onProgress?: (event: ValidationProgress) => void;
   signal?: AbortSignal;
+  /** Privilege keys the user allowed by name (see tasks/confine.ts). */
+  allowPrivileges?: string[];
 }
 
 export async function validateTasks(paths: string[], options: ValidateOptions): Promise<TaskValidation[]> {
@@ -127,7 +129,7 @@ export async function validateTask(path: string, options: ValidateOptions): Prom
   stage('load', 'loading');
   let task: Task;
   try {
-    task = await loadTask(path);
+    task = await loadTask(path, { allowPrivileges: options.allowPrivileges });
     result.load = { status: 'passed' };
     result.id = task.id;
     result.format = task.format;

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { checkFooterShape, checkHeaderShape, checkStepShape } from './shape';
 import { TbrlError, errorMessage } from '../errors';
 import { TRAJECTORY_MAJOR, TRAJECTORY_SCHEMA } from './schema';
 import type { StepRecord, TrajectoryFooter, TrajectoryHeader } from './schema';
@@ -36,12 +37,14 @@ export function parseTrajectory(text: string, source: string): Trajectory {
   let truncated = false;
 
   const records: unknown[] = [];
+  const lineOf: number[] = [];
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i];
     if (line.trim() === '') continue;
     const isLast = i === lines.length - 1;
     try {
       records.push(JSON.parse(line));
+      lineOf.push(i + 1);
     } catch (err) {
       if (isLast) {
         truncated = true;
@@ -61,20 +64,26 @@ export function parseTrajectory(text: string, source: string): Trajectory {
     throw new TbrlError('trajectory-no-header', `${source}: the first line is not a trajectory header${records.length === 0 ? ' (the file is empty)' : ''}.`, 'Pass a trajectory.jsonl written by `tbrl run`; its first line is {"type":"header","schema":"tbrl.trajectory/1.x",...}.');
   }
   checkSchema(String(header.schema), source);
+  checkHeaderShape(header as Record<string, unknown>, source, lineOf[0]);
 
   const steps: StepRecord[] = [];
   let footer: TrajectoryFooter | undefined;
   for (let i = 1; i < records.length; i++) {
     const rec = records[i] as { type?: string };
+    if (rec === null || typeof rec !== 'object' || Array.isArray(rec)) {
+      throw new TbrlError('trajectory-shape', `${source}: line ${lineOf[i]} is ${rec === null ? 'null' : Array.isArray(rec) ? 'an array' : typeof rec}, not a trajectory record.`, 'Each line of a trajectory.jsonl is one JSON object with a "type" of step or footer.');
+    }
     if (footer) {
       warnings.push(`${source}: a ${rec.type ?? 'record'} follows the footer; it was ignored.`);
       continue;
     }
     if (rec?.type === 'step') {
+      checkStepShape(rec as Record<string, unknown>, source, lineOf[i]);
       const step = rec as StepRecord;
       if (step.index !== steps.length) warnings.push(`${source}: step ${step.index} is out of order (expected ${steps.length}).`);
       steps.push(step);
     } else if (rec?.type === 'footer') {
+      checkFooterShape(rec as Record<string, unknown>, source, lineOf[i]);
       footer = rec as TrajectoryFooter;
     } else {
       warnings.push(`${source}: record ${i + 1} has unknown type ${JSON.stringify(rec?.type)}; it was ignored.`);

@@ -98,6 +98,7 @@ export const runAgentOnWorkspace: CommandDef = {
           apiKey,
           n: m.n,
           temperature: m.temperature,
+          allowPrivileges: s.sandbox.allowPrivileges,
           ...(m.verifier !== 'none' ? { verifier: m.verifier } : {}),
           maxSteps: s.limits.maxSteps,
           maxTimeSec: s.limits.maxTimeSec,
