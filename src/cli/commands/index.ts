@@ -13,6 +13,7 @@ import { trainCommands } from './train';
 import { envServerCommand } from './env-server';
 import { synthCommand } from './synth';
 import { runWorkspaceCommand, saveTaskCommand } from './run-workspace';
+import { serveCommand } from './serve';
 
 /** Every `tbrl` sub-command. Adding one is one file and one line here. */
 export const commands: CliCommand[] = [
@@ -31,4 +32,5 @@ export const commands: CliCommand[] = [
   synthCommand,
   runWorkspaceCommand,
   saveTaskCommand,
+  serveCommand,
 ];
