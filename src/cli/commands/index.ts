@@ -16,6 +16,7 @@ import { runWorkspaceCommand, saveTaskCommand } from './run-workspace';
 import { evalCommand } from './eval';
 import { evalCompareCommand } from './eval-compare';
 import { evalTrialCommand } from './eval-trial';
+import { serveCommand } from './serve';
 
 /** Every `tbrl` sub-command. Adding one is one file and one line here. */
 export const commands: CliCommand[] = [
@@ -37,4 +38,5 @@ export const commands: CliCommand[] = [
   evalCommand,
   evalCompareCommand,
   evalTrialCommand,
+  serveCommand,
 ];

@@ -169,6 +169,8 @@ export async function runAgentLoop(options: LoopOptions): Promise<LoopResult> {
       scratchpad: [...state.scratchpad],
       ...(human ? { human } : {}),
       ...(turn.elided && turn.elided.length > 0 ? { elided: turn.elided } : {}),
+      ...(turn.prompt ? { prompt: turn.prompt } : {}),
+      ...(turn.costUsd !== undefined ? { costUsd: turn.costUsd } : {}),
     };
     if (options.checkpoint) {
       try {

@@ -1,5 +1,5 @@
 import type { ChatMessage } from '../model/types';
-import type { CandidateRecord, VerifierDecisionRecord } from '../trajectory/schema';
+import type { CandidateRecord, PromptTokensRecord, VerifierDecisionRecord } from '../trajectory/schema';
 import type { Task } from '../tasks/model';
 
 export interface PolicyContext {
@@ -17,6 +17,10 @@ export interface PolicyTurn {
   decision?: VerifierDecisionRecord;
   usage: { promptTokens: number; completionTokens: number; latencyMs?: number };
   elided?: number[];
+  /** The prompt's token ids (delta from the previous turn), when the server returned them. */
+  prompt?: PromptTokensRecord;
+  /** USD spent on this turn's model calls, when the model has a price. */
+  costUsd?: number;
 }
 
 /** Model, model + Mid-Harness verifier, oracle (reference solution), scripted (tests), human. */

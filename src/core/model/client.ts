@@ -35,6 +35,8 @@ export class ModelClient {
   private readonly openai: OpenAI;
   /** Learned from the first answer: servers such as some vLLM/Ollama builds return 1 choice for n>1. */
   private serverIgnoresN = false;
+  /** Learned: the server refused `return_token_ids` (strict OpenAI-compatible APIs reject unknown fields). */
+  private serverRefusesTokenIds = false;
 
   constructor(readonly config: ModelConfig, private readonly options: ModelClientOptions = {}) {
     if (!config.baseUrl || !/^https?:\/\//.test(config.baseUrl)) {
@@ -58,11 +60,13 @@ export class ModelClient {
     const started = Date.now();
     const calls: ModelCallRecord[] = [];
     const completions: Completion[] = [];
+    let promptTokenIds: number[] | undefined;
 
     if (n > 1 && !this.serverIgnoresN) {
       try {
         const first = await this.call(fitted.messages, n, overrides);
         calls.push(first.record);
+        promptTokenIds ??= first.promptTokenIds;
         completions.push(...first.completions.slice(0, n));
         if (first.completions.length === 1) this.serverIgnoresN = true;
         if (completions.length < n) this.log(`${this.config.baseUrl} returned ${first.completions.length} of ${n} choices; topping up with parallel requests`);
@@ -79,6 +83,7 @@ export class ModelClient {
       const extra = await mapLimit(Array.from({ length: missing }), this.config.concurrency ?? DEFAULTS.concurrency, () => this.call(fitted.messages, 1, overrides));
       for (const e of extra) {
         calls.push(e.record);
+        promptTokenIds ??= e.promptTokenIds;
         completions.push(e.completions[0]);
       }
     }
@@ -91,6 +96,7 @@ export class ModelClient {
       latencyMs: Date.now() - started,
       elided: fitted.elided,
       calls,
+      ...(promptTokenIds ? { promptTokenIds } : {}),
     };
   }
 
@@ -104,7 +110,7 @@ export class ModelClient {
     }
   }
 
-  private async call(messages: ChatMessage[], n: number, o: CallOverrides): Promise<{ completions: Completion[]; record: ModelCallRecord }> {
+  private async call(messages: ChatMessage[], n: number, o: CallOverrides): Promise<{ completions: Completion[]; record: ModelCallRecord; promptTokenIds?: number[] }> {
     const maxRetries = this.config.maxRetries ?? DEFAULTS.maxRetries;
     let last: Failure | undefined;
     for (let attempt = 0; attempt <= maxRetries; attempt++) {
@@ -114,6 +120,7 @@ export class ModelClient {
       // run-long signal would collect one per call (MaxListenersExceededWarning). Each request gets
       // its own signal, linked to the caller's only while the request lasts.
       const request = linkedSignal(o.signal);
+      const askTokenIds = this.config.tokenIds !== false && !this.serverRefusesTokenIds;
       try {
         const res = await this.openai.chat.completions.create({
           model: this.config.model,
@@ -124,22 +131,37 @@ export class ModelClient {
           max_tokens: o.maxTokens ?? this.config.maxTokens,
           stop: o.stop ?? this.config.stop,
           ...(this.config.logprobs ? { logprobs: true } : {}),
-        }, { signal: request.signal });
+          // vLLM's field (also SGLang's and tbrl serve's); the SDK sends unknown fields through.
+          ...(askTokenIds ? { return_token_ids: true } : {}),
+        } as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal: request.signal }) as TokenAwareCompletion;
         if (!res || !Array.isArray(res.choices) || res.choices.length === 0) throw new MalformedAnswer('the answer has no choices');
-        const completions = res.choices.map((c) => ({
-          text: typeof c.message?.content === 'string' ? c.message.content : '',
-          finishReason: c.finish_reason ?? undefined,
-          logprobSum: c.logprobs?.content ? c.logprobs.content.reduce((a, t) => a + t.logprob, 0) : undefined,
-        }));
+        const completions: Completion[] = res.choices.map((c) => {
+          const logprobs = Array.isArray(c.logprobs?.content) ? c.logprobs.content.map((t) => (typeof t.logprob === 'number' ? t.logprob : Number.NaN)) : undefined;
+          const tokenIds = isIdList(c.token_ids) ? c.token_ids : undefined;
+          return {
+            text: typeof c.message?.content === 'string' ? c.message.content : '',
+            finishReason: c.finish_reason ?? undefined,
+            logprobSum: logprobs ? logprobs.reduce((a, t) => a + t, 0) : undefined,
+            ...(tokenIds ? { tokenIds } : {}),
+            ...(logprobs ? { logprobs } : {}),
+          };
+        });
         const completionTokens = res.usage?.completion_tokens ?? 0;
-        // Per-choice tokens are not reported by the API; split the total so candidates stay comparable.
-        for (const c of completions) (c as Completion).completionTokens = Math.round(completionTokens / completions.length);
+        // Per-choice counts come from the token ids or logprobs when the server gave them; else split the total so candidates stay comparable.
+        for (const c of completions) c.completionTokens = c.tokenIds?.length ?? c.logprobs?.length ?? Math.round(completionTokens / completions.length);
         return {
           completions,
           record: { requested: n, received: completions.length, promptTokens: res.usage?.prompt_tokens ?? 0, completionTokens, latencyMs: Date.now() - t0, attempts: attempt + 1 },
+          ...(isIdList(res.prompt_token_ids) ? { promptTokenIds: res.prompt_token_ids } : {}),
         };
       } catch (err) {
         if (o.signal?.aborted) throw new TbrlError('cancelled', 'Model call cancelled.', undefined, { cause: err });
+        if (askTokenIds && err instanceof OpenAI.APIError && err.status === 400 && /return_token_ids/.test(errorMessage(err))) {
+          this.serverRefusesTokenIds = true;
+          this.log(`${this.config.baseUrl} refused return_token_ids; asking without token ids from now on`);
+          attempt--;
+          continue;
+        }
         last = await this.classify(err, n);
         this.log(`model call to ${this.config.baseUrl} failed (${last.kind}: ${last.detail}); attempt ${attempt + 1} of ${maxRetries + 1}`);
       } finally {
@@ -239,6 +261,16 @@ function linkedSignal(outer: AbortSignal | undefined): { signal: AbortSignal | u
   if (outer.aborted) inner.abort(outer.reason);
   else outer.addEventListener('abort', onAbort, { once: true });
   return { signal: inner.signal, dispose: () => outer.removeEventListener('abort', onAbort) };
+}
+
+/** A chat completion as vLLM extends it with `return_token_ids`. */
+type TokenAwareCompletion = Omit<OpenAI.ChatCompletion, 'choices'> & {
+  prompt_token_ids?: unknown;
+  choices: Array<OpenAI.ChatCompletion['choices'][number] & { token_ids?: unknown }>;
+};
+
+function isIdList(v: unknown): v is number[] {
+  return Array.isArray(v) && v.every((x) => Number.isInteger(x));
 }
 
 function causeChain(err: unknown): string {

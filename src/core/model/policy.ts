@@ -5,6 +5,7 @@ import type { ModelConfig } from './types';
 import { MidHarnessVerifier } from '../verifier/verifier';
 import { candidateParses } from '../verifier/parses';
 import type { VerifierConfig } from '../verifier/types';
+import { promptDelta } from '../trajectory/tokens';
 
 export interface ModelPolicyOptions extends ModelClientOptions {
   /** Candidates sampled per step (default 1). */
@@ -27,6 +28,8 @@ export function createModelPolicy(config: ModelConfig, options: ModelPolicyOptio
     : options.verifier && n > 1 ? new MidHarnessVerifier(options.verifier, { log: options.log }) : undefined;
   const description = verifier ? `${config.model} × ${n} + ${verifier.config.mode} verifier (${verifier.config.endpoint.model})` : n > 1 ? `${config.model} × ${n}` : config.model;
 
+  // The previous turn's prompt ids: each step stores only what changed (see trajectory/tokens.ts).
+  let previousPrompt: number[] | undefined;
   return {
     kind: 'model',
     description,
@@ -38,15 +41,21 @@ export function createModelPolicy(config: ModelConfig, options: ModelPolicyOptio
         text: c.text,
         completionTokens: c.completionTokens,
         logprobSum: c.logprobSum,
+        ...(c.tokenIds ? { tokenIds: c.tokenIds } : {}),
+        ...(c.logprobs ? { logprobs: c.logprobs } : {}),
+        ...(c.finishReason ? { finishReason: c.finishReason } : {}),
         parses: candidateParses(c.text),
       }));
       const usage = { ...sample.usage, latencyMs: sample.latencyMs };
-      if (candidates.length === 1) return { candidates, chosen: 0, usage, elided: sample.elided };
+      const prompt = sample.promptTokenIds ? promptDelta(previousPrompt, sample.promptTokenIds) : undefined;
+      previousPrompt = sample.promptTokenIds;
+      const base = { candidates, usage, elided: sample.elided, ...(prompt ? { prompt } : {}) };
+      if (candidates.length === 1) return { ...base, chosen: 0 };
       if (!verifier) {
         const first = candidates.findIndex((c) => c.parses);
         const chosen = Math.max(0, first);
         return {
-          candidates, chosen, usage, elided: sample.elided,
+          ...base, chosen,
           decision: { mode: 'none', chosen, scores: candidates.map((c) => (c.parses ? 1 : -1)), calls: 0, outputTokens: 0, parallelOutputTokens: 0 },
         };
       }
@@ -57,7 +66,7 @@ export function createModelPolicy(config: ModelConfig, options: ModelPolicyOptio
         parses: candidates.map((c) => c.parses),
         signal: ctx.signal,
       });
-      return { candidates, chosen: decision.chosen, decision, usage, elided: sample.elided };
+      return { ...base, chosen: decision.chosen, decision };
     },
   };
 }

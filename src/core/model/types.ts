@@ -18,8 +18,13 @@ export interface ModelConfig {
   maxRetries?: number;
   /** Parallel requests when the server ignores `n`. */
   concurrency?: number;
-  /** Ask for token logprobs so each candidate records its logprob sum (servers that lack them ignore it). */
+  /** Ask for token logprobs so each candidate records them and their sum (servers that lack them ignore it). */
   logprobs?: boolean;
+  /**
+   * Ask for token ids (`return_token_ids`, vLLM ≥ 0.10.2, SGLang, tbrl serve). Default on; a server
+   * that refuses the field (HTTP 400 naming it) is asked again without it, once per client.
+   */
+  tokenIds?: boolean;
 }
 
 export interface Completion {
@@ -27,6 +32,10 @@ export interface Completion {
   completionTokens?: number;
   logprobSum?: number;
   finishReason?: string;
+  /** Sampled token ids (vLLM's per-choice `token_ids`), when the server returns them. */
+  tokenIds?: number[];
+  /** Per-token logprobs of the sampled tokens. */
+  logprobs?: number[];
 }
 
 export interface SampleResult {
@@ -37,6 +46,8 @@ export interface SampleResult {
   elided: number[];
   /** Per-call usage and latency, in completion order. */
   calls?: ModelCallRecord[];
+  /** The prompt as token ids (vLLM's `prompt_token_ids`), when the server returns them. */
+  promptTokenIds?: number[];
 }
 
 /** One HTTP call made while sampling (a sample may top up with several). */

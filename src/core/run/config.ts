@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TbrlError, errorMessage } from '../errors';
+import { defaultModelPath } from '../serve/default-model';
 
 /**
  * Where a run's settings come from, highest precedence first: explicit options (CLI flags),
@@ -29,7 +30,11 @@ export interface ResolvedRunConfig {
   policy: 'model' | 'oracle';
   /** Why this policy was chosen, shown to the user ("no endpoint configured: using the oracle policy"). */
   policyReason: string;
-  model?: { baseUrl: string; model: string; apiKey?: string; n: number; temperature?: number; maxTokens?: number; contextTokens?: number };
+  model?: {
+    baseUrl: string; model: string; apiKey?: string; n: number; temperature?: number; maxTokens?: number; contextTokens?: number;
+    /** No endpoint configured: the run starts `tbrl serve` on this cached GGUF and fills in baseUrl and model. */
+    local?: { modelPath: string };
+  };
   verifier?: string;
   maxSteps: number;
   maxTimeSec?: number;
@@ -51,6 +56,8 @@ export const DEFAULT_VERIFIER_FOR_N = 'listwise';
 export function defaultVerifier(n: number, named: string | undefined): string | undefined {
   return named ?? (n > 1 ? DEFAULT_VERIFIER_FOR_N : undefined);
 }
+/** The local default model's turn budget: a 135M model rarely says anything useful past this. */
+export const LOCAL_DEFAULTS = { maxTokens: 160, contextTokens: 3_800, temperature: 0.8 };
 
 const FILE_KEYS: Record<string, 'string' | 'number'> = {
   baseUrl: 'string', model: 'string', apiKey: 'string', n: 'number', temperature: 'number', maxTokensPerTurn: 'number',
@@ -122,21 +129,37 @@ export function resolveRunConfig(options: RunConfigInput, env: NodeJS.ProcessEnv
 
   let policy: 'model' | 'oracle';
   let policyReason: string;
+  const localModel = defaultModelPath(env);
+  const noEndpoint = `no model endpoint configured (--base-url, OPENAI_BASE_URL or ${CONFIG_FILE})`;
   if (requested === 'oracle') {
     policy = 'oracle';
     policyReason = 'oracle policy (requested): runs the task\'s reference solution';
-  } else if (requested === 'model' || baseUrl) {
+  } else if (baseUrl) {
     policy = 'model';
     policyReason = requested === 'model' ? 'model policy (requested)' : `model policy: endpoint from ${sources.find((s) => s !== 'options') ?? 'options'}`;
+  } else if (existsSync(localModel)) {
+    // The embedded default: a small local model served by `tbrl serve`, so a run always has a real model.
+    const n = pick('n') ?? 1;
+    return {
+      policy: 'model',
+      policyReason: `${noEndpoint}: starting \`tbrl serve\` with the local default model ${localModel} (n=${n}; --policy oracle runs the reference solution instead)`,
+      model: {
+        baseUrl: '', model: 'local', n, local: { modelPath: localModel },
+        temperature: pick('temperature') ?? LOCAL_DEFAULTS.temperature,
+        maxTokens: pick('maxTokensPerTurn') ?? LOCAL_DEFAULTS.maxTokens,
+        contextTokens: pick('contextTokens') ?? LOCAL_DEFAULTS.contextTokens,
+      },
+      ...common,
+    };
+  } else if (requested === 'model') {
+    throw new TbrlError('config-missing', `The model policy needs an OpenAI-compatible endpoint, none is configured, and the local default model is not in the cache (${localModel}).`,
+      `Run \`bash scripts/fetch-model.sh\` for the local model, or pass --base-url http://localhost:8000/v1, set OPENAI_BASE_URL, or put "baseUrl" in ${CONFIG_FILE}.`);
   } else {
     policy = 'oracle';
-    policyReason = `no model endpoint configured (--base-url, OPENAI_BASE_URL or ${CONFIG_FILE}): using the oracle policy, which runs the task's reference solution`;
+    policyReason = `${noEndpoint} and the local default model is not in the cache (${localModel}; \`bash scripts/fetch-model.sh\` fetches it): using the oracle policy, which runs the task's reference solution`;
   }
   if (policy === 'oracle') return { policy, policyReason, ...common };
-
-  if (!baseUrl) {
-    throw new TbrlError('config-missing', 'The model policy needs an OpenAI-compatible endpoint, and none is configured.', `Pass --base-url http://localhost:8000/v1, set OPENAI_BASE_URL, or put "baseUrl" in ${CONFIG_FILE}.`);
-  }
+  if (!baseUrl) throw new TbrlError('config-missing', 'The model policy needs an OpenAI-compatible endpoint, and none is configured.', `Pass --base-url http://localhost:8000/v1, set OPENAI_BASE_URL, or put "baseUrl" in ${CONFIG_FILE}.`);
   const model = pick('model');
   if (!model) {
     throw new TbrlError('config-missing', `An endpoint is configured (${baseUrl}) but no model name.`, `Pass --model NAME, set TBRL_MODEL, or put "model" in ${CONFIG_FILE}.`);

@@ -34,6 +34,7 @@ import { DockerSandbox } from '../sandbox/docker-sandbox';
 import { connectDocker } from '../sandbox/docker-client';
 import { ImageMissingError } from '../sandbox/errors';
 import { createTaskSandbox, installSolution, verifierTestOptions, withVerifierSandbox } from './task-sandbox';
+import { startLocalServer, type LocalServer } from '../serve/launch';
 import { conversationThrough, prepareFork, restoreShellState, type ForkSource, type PreparedFork } from './fork';
 import { classifyOutcome } from './classify-outcome';
 
@@ -111,7 +112,8 @@ export function safeName(s: string): string {
 function buildPolicy(task: Task, config: ResolvedRunConfig, env: NodeJS.ProcessEnv): { policy: Policy; header: TrajectoryHeader['policy']; verifier?: TrajectoryHeader['verifier'] } {
   if (config.policy === 'oracle') return { policy: createOraclePolicy(task), header: { kind: 'oracle' } };
   const m = config.model!;
-  const modelConfig = { baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, temperature: m.temperature, maxTokens: m.maxTokens, contextTokens: m.contextTokens };
+  // Our own server always has logprobs and token ids to give; a trainer wants them.
+  const modelConfig = { baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, temperature: m.temperature, maxTokens: m.maxTokens, contextTokens: m.contextTokens, ...(m.local ? { logprobs: true } : {}) };
   let verifier: VerifierConfig | undefined;
   let verifierHeader: TrajectoryHeader['verifier'];
   if (config.verifier && config.verifier !== 'none') {
@@ -122,7 +124,7 @@ function buildPolicy(task: Task, config: ResolvedRunConfig, env: NodeJS.ProcessE
   }
   return {
     policy: createModelPolicy(modelConfig, { n: m.n, verifier }),
-    header: { kind: 'model', model: m.model, baseUrl: m.baseUrl, n: m.n },
+    header: { kind: 'model', model: m.model, baseUrl: m.baseUrl, n: m.n, ...(m.local ? { local: { modelPath: m.local.modelPath } } : {}) },
     verifier: verifierHeader,
   };
 }
@@ -151,12 +153,24 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
   let policyHeader: TrajectoryHeader['policy'];
   let verifierHeader: TrajectoryHeader['verifier'];
   let policy: Policy;
+  let localServer: LocalServer | undefined;
   if (options.policyOverride) {
     policy = options.policyOverride;
     policyHeader = { kind: policy.kind };
   } else {
-    ({ policy, header: policyHeader, verifier: verifierHeader } = buildPolicy(task, config, env));
     progress({ type: 'info', message: config.policyReason });
+    if (config.model?.local) {
+      localServer = await startLocalServer({ modelPath: config.model.local.modelPath, sequences: config.model.n });
+      config.model.baseUrl = localServer.baseUrl;
+      config.model.model = localServer.model;
+      progress({ type: 'info', message: `tbrl serve: ${localServer.model} on ${localServer.baseUrl} (pid ${localServer.pid}); stopped when the run ends` });
+    }
+    try {
+      ({ policy, header: policyHeader, verifier: verifierHeader } = buildPolicy(task, config, env));
+    } catch (err) {
+      await localServer?.stop();
+      throw err;
+    }
   }
   const loaded = loadSystemPrompt();
   // A fork goes on with the conversation the source run had, so it keeps that run's prompt.
@@ -315,6 +329,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     if (sandbox) {
       await sandbox.close().catch((err) => warn(`Closing the sandbox failed: ${errorMessage(err)}`));
     }
+    await localServer?.stop().catch((err) => warn(`Stopping tbrl serve failed: ${errorMessage(err)}`));
   }
 
   const aborted = options.signal?.aborted;

@@ -5,8 +5,10 @@ import type { TrialOutcome } from '../run/outcome';
  * trajectory.jsonl: a header line, one line per step (appended and flushed as each step ends,
  * so a killed run keeps every completed step), a footer line with rewards and credit.
  * Readers accept any minor version of a known major and reject other majors with a clear error.
+ * 1.1 added token-level records (candidate token ids, logprobs, finish reason; the turn's prompt
+ * token ids as a delta) and the per-step cost; 1.0 files read as before, without them.
  */
-export const TRAJECTORY_SCHEMA = 'tbrl.trajectory/1.0';
+export const TRAJECTORY_SCHEMA = 'tbrl.trajectory/1.1';
 export const TRAJECTORY_MAJOR = 1;
 
 export interface TrajectoryHeader {
@@ -15,7 +17,11 @@ export interface TrajectoryHeader {
   runId: string;
   startedAt: string;
   task: { id: string; dir: string; format: string; instruction: string };
-  policy: { kind: 'model' | 'oracle' | 'scripted' | 'human'; model?: string; baseUrl?: string; n?: number };
+  policy: {
+    kind: 'model' | 'oracle' | 'scripted' | 'human'; model?: string; baseUrl?: string; n?: number;
+    /** The run served the local default model itself (`tbrl serve` on this GGUF); baseUrl was its loopback port. */
+    local?: { modelPath: string };
+  };
   verifier?: { mode: string; n: number; model?: string };
   config: Record<string, unknown>;
   versions: { tbrl: string; node: string; promptVersion?: string };
@@ -43,6 +49,12 @@ export interface CandidateRecord {
   text: string;
   completionTokens?: number;
   logprobSum?: number;
+  /** Sampled token ids, when the server returns them (vLLM/SGLang/tbrl serve with return_token_ids). */
+  tokenIds?: number[];
+  /** ln p of each sampled token, aligned with tokenIds (or with the server's logprobs tokens). */
+  logprobs?: number[];
+  /** `stop` (end of turn or a stop string), `length` (max_tokens), ... as the server said. */
+  finishReason?: string;
   /** False when the candidate did not parse; such candidates are ranked last by the verifier. */
   parses: boolean;
 }
@@ -108,6 +120,23 @@ export interface StepRecord {
   human?: { action: 'accept' | 'pick' | 'edit'; chosen: number; editedFrom?: string };
   /** Messages elided from the context before this step's model call. */
   elided?: number[];
+  /**
+   * The token ids of this turn's prompt (chat template applied by the server), stored as a delta:
+   * the first `keep` ids of the previous step's prompt followed by `append`. With elision the kept
+   * prefix shrinks, so the ids are always exactly what the model read; `sha256` (of the ids as
+   * comma-separated decimals) checks a rebuild (`promptTokenIds` in trajectory/tokens.ts).
+   */
+  prompt?: PromptTokensRecord;
+  /** USD of this step's model calls (generator and verifier) by the price table; 0 for local models. */
+  costUsd?: number;
+}
+
+export interface PromptTokensRecord {
+  /** Length of the whole prompt. */
+  tokens: number;
+  keep: number;
+  append: number[];
+  sha256: string;
 }
 
 export interface TestOutcome {

@@ -1,0 +1,60 @@
+import type { CliCommand } from '../command';
+import { UsageError } from '../command';
+import { LocalEngine, DEFAULT_CONTEXT_SIZE, DEFAULT_SEQUENCES } from '../../core/serve/engine';
+import { startServer } from '../../core/serve/server';
+import { defaultModelPath } from '../../core/serve/default-model';
+
+function int(values: Record<string, unknown>, key: string, min: number): number | undefined {
+  const raw = values[key];
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new UsageError(`--${key} must be a whole number ≥ ${min}, not "${String(raw)}"`);
+  return n;
+}
+
+export const serveCommand: CliCommand = {
+  name: 'serve',
+  summary: 'Serve a local GGUF model over an OpenAI-compatible API on loopback (default: the cached SmolLM2-135M)',
+  usage: [
+    'serve [--model-path FILE.gguf] [--port N] [--context-size TOKENS] [--sequences N] [--threads N] [--max-queue N] [--exit-with-stdin]',
+    '',
+    `Default model: ${defaultModelPath()} (bash scripts/fetch-model.sh puts it there).`,
+    'Endpoints: GET /v1/models, POST /v1/chat/completions (n, temperature, top_p, max_tokens, stop, seed,',
+    'logprobs, top_logprobs; return_token_ids adds prompt_token_ids and per-choice token_ids, as vLLM does).',
+    'The first stdout line is JSON: {"event":"listening","baseUrl":...,"model":...}. SIGINT/SIGTERM: graceful stop.',
+  ].join('\n'),
+  options: {
+    'model-path': { type: 'string' },
+    port: { type: 'string' },
+    'context-size': { type: 'string' },
+    sequences: { type: 'string' },
+    threads: { type: 'string' },
+    'max-queue': { type: 'string' },
+    'exit-with-stdin': { type: 'boolean' },
+  },
+  async run({ values }) {
+    const modelPath = (values['model-path'] as string | undefined) ?? defaultModelPath();
+    const log = (line: string) => console.error(`tbrl serve: ${line}`);
+    const started = Date.now();
+    const engine = await LocalEngine.load({
+      modelPath,
+      contextSize: int(values, 'context-size', 256) ?? DEFAULT_CONTEXT_SIZE,
+      sequences: int(values, 'sequences', 1) ?? DEFAULT_SEQUENCES,
+      threads: int(values, 'threads', 1) ?? 2,
+    });
+    const running = await startServer(engine, { port: int(values, 'port', 0) ?? 0, maxQueue: int(values, 'max-queue', 1), log });
+    console.log(JSON.stringify({ event: 'listening', baseUrl: running.baseUrl, model: running.modelId, contextSize: engine.contextSize, sequences: engine.sequences, pid: process.pid }));
+    log(`${running.modelId} loaded in ${Date.now() - started} ms; listening on ${running.baseUrl}`);
+    await new Promise<void>((resolve) => {
+      const stop = (signal: string) => {
+        log(`${signal}: finishing running requests, then stopping`);
+        void running.close().then(resolve);
+      };
+      process.once('SIGINT', () => stop('SIGINT'));
+      process.once('SIGTERM', () => stop('SIGTERM'));
+      // Started by a run or the editor: a parent that dies closes our stdin, and we must not outlive it.
+      if (values['exit-with-stdin'] === true) process.stdin.on('end', () => stop('parent gone')).resume();
+    });
+    return 0;
+  },
+};
