@@ -92,7 +92,7 @@ export async function prepareJob(options: EvalJobOptions): Promise<{ jobDir: str
       dir: task.dir,
       id: task.id,
       format: task.format,
-      contentHash: taskHash(task.dir),
+      contentHash: await taskHash(task.dir),
       image: 'image' in task.environment ? task.environment.image : `build:${task.environment.dockerfile}`,
       agentTimeoutSec: task.agentTimeoutSec,
       testTimeoutSec: task.testTimeoutSec,
@@ -111,8 +111,8 @@ export async function prepareJob(options: EvalJobOptions): Promise<{ jobDir: str
   return { jobDir, job, resumed: false };
 }
 
-export function taskHash(dir: string): string {
-  return contextHash(collectContext(dir, { ignore: () => false }), '').slice(0, 16);
+export async function taskHash(dir: string): Promise<string> {
+  return (await contextHash(collectContext(dir, { ignore: () => false }), '')).slice(0, 16);
 }
 
 /** The keys of `given` (flags on the command line) whose value differs from the job's. */
@@ -252,7 +252,7 @@ async function checkTaskHashes(job: JobConfig, pending: TrialSpec[]): Promise<vo
   for (const t of job.tasks) {
     if (!names.has(t.name)) continue;
     if (!existsSync(t.dir)) changed.push(`${t.name}: ${t.dir} no longer exists`);
-    else if (taskHash(t.dir) !== t.contentHash) changed.push(`${t.name}: the files in ${t.dir} changed since the job started`);
+    else if ((await taskHash(t.dir)) !== t.contentHash) changed.push(`${t.name}: the files in ${t.dir} changed since the job started`);
   }
   if (changed.length) throw new TbrlError('eval-config-mismatch', `Tasks of this job changed:\n  ${changed.slice(0, 10).join('\n  ')}${changed.length > 10 ? `\n  … and ${changed.length - 10} more` : ''}`, 'Restore the task files, or start a new job for the changed tasks.');
 }
