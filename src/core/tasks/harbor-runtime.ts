@@ -300,7 +300,7 @@ export function assertHarborRuntimeSupported(runtime: HarborRuntime | undefined,
   if (!runtime || runtime.refusals.length === 0) return;
   throw new TbrlError(
     'TASK_UNSUPPORTED_FIELD',
-    `Task ${taskId} asks for what tbrl cannot honour here:\n- ${runtime.refusals.join('\n- ')}`,
+    `Task ${taskId} asks for what tbrl cannot honour here: ${runtime.refusals.join(' ')}`,
     'Change or remove the named field(s) in task.toml (or environment/docker-compose.yaml); running the task without them would score a different task.',
   );
 }
