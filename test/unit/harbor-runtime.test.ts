@@ -55,7 +55,7 @@ test('${VAR} and ${VAR:-default} resolve from the host; an unset variable withou
 
 test('what cannot be honoured is refused, naming each field; static checks warn about it and about sidecars', async () => {
   const dir = task('refused', {
-    'task.toml': 'version = "1.0"\n[environment]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org"]\ngpus = 1\nmcp_servers = [{ name = "x", url = "http://x" }]\n[verifier.environment]\ndocker_image = "python:3.12"\n',
+    'task.toml': 'version = "1.0"\n[agent.network]\nmode = "public"\n[environment]\ntype = "cloudlab"\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org"]\ngpus = 1\nmcp_servers = [{ name = "x", url = "http://x" }]\n[verifier.environment]\ndocker_image = "python:3.12"\n',
     'environment/docker-compose.yaml': 'services:\n  main:\n    depends_on: [db]\n  db:\n    image: postgres:16\n    ports: ["5432:5432"]\n',
   });
   const t = await loadTask(dir);
@@ -69,6 +69,8 @@ test('what cannot be honoured is refused, naming each field; static checks warn 
   assert.throws(() => assertHarborRuntimeSupported(t.harbor, t.id), (err: unknown) => err instanceof TbrlError && err.code === 'TASK_UNSUPPORTED_FIELD' && /gpus/.test(err.message));
   const findings = await staticCheckTask(t);
   assert.ok(findings.some((f) => f.severity === 'warning' && /allowlist/.test(f.message)));
+  assert.ok(findings.some((f) => f.severity === 'warning' && /'agent\.network' is not a Harbor 1\.3 task\.toml key/.test(f.message)));
+  assert.ok(findings.some((f) => f.severity === 'warning' && /'environment\.type' is not a Harbor/.test(f.message)));
   assert.ok(findings.some((f) => f.severity === 'warning' && /sidecars/.test(f.message) && /db/.test(f.message)));
 });
 

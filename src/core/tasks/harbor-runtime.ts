@@ -76,6 +76,8 @@ export interface HarborRuntime {
   stepRewardStrategy: 'mean' | 'final';
   /** Fields that cannot be honoured here, each a sentence naming the field. */
   refusals: string[];
+  /** Keys Harbor 1.3's schema does not know (Harbor ignores them, and so does tbrl), or knows but that have no effect here. */
+  ignored: string[];
   /** Whether the task has a root instruction.md (optional for [[steps]] tasks; writers keep its absence). */
   rootInstruction: boolean;
 }
@@ -256,6 +258,7 @@ export async function readHarborRuntime(dir: string, f: FieldReader): Promise<Ha
     steps: await readSteps(dir, f, data),
     stepRewardStrategy: strategy === 'final' ? 'final' : 'mean',
     refusals,
+    ignored: ignoredKeys(data),
     rootInstruction: await exists(join(dir, 'instruction.md')),
   };
 }
@@ -297,7 +300,39 @@ export function assertHarborRuntimeSupported(runtime: HarborRuntime | undefined,
   if (!runtime || runtime.refusals.length === 0) return;
   throw new TbrlError(
     'TASK_UNSUPPORTED_FIELD',
-    `Task ${taskId} asks for what tbrl cannot honour here:\n- ${runtime.refusals.join('\n- ')}`,
+    `Task ${taskId} asks for what tbrl cannot honour here: ${runtime.refusals.join(' ')}`,
     'Change or remove the named field(s) in task.toml (or environment/docker-compose.yaml); running the task without them would score a different task.',
   );
+}
+
+/** Harbor 1.3's task.toml keys per table (harbor.models.task.config); `*` tables are free-form. */
+const HARBOR_KEYS: Record<string, string[] | '*'> = {
+  '': ['version', 'schema_version', 'task', 'metadata', 'verifier', 'agent', 'environment', 'solution', 'source', 'multi_step_reward_strategy', 'steps', 'artifacts'],
+  task: ['name', 'version', 'description', 'authors', 'keywords'],
+  metadata: '*',
+  verifier: ['timeout_sec', 'env', 'user', 'environment_mode', 'environment', 'collect', 'network_mode', 'allowed_hosts'],
+  agent: ['timeout_sec', 'user', 'env', 'network_mode', 'allowed_hosts'],
+  environment: ['build_timeout_sec', 'docker_image', 'os', 'cpus', 'memory_mb', 'storage_mb', 'gpus', 'gpu_types', 'tpu', 'allow_internet', 'mcp_servers', 'env', 'skills_dir', 'healthcheck', 'workdir', 'memory', 'storage', 'network_mode', 'allowed_hosts'],
+  solution: ['env'],
+};
+/** Known keys that tbrl does not act on (none of them changes what the verifier scores). */
+const NO_EFFECT: Record<string, string> = {
+  artifacts: 'artifacts are not collected (the run directory keeps the changed files instead)',
+  'environment.skills_dir': 'there is no agent skills directory here',
+};
+
+function ignoredKeys(data: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  for (const [key, value] of Object.entries(data)) {
+    if (!(HARBOR_KEYS[''] as string[]).includes(key)) out.push(`'${key}' is not a Harbor 1.3 task.toml key; it is ignored.`);
+    else if (NO_EFFECT[key] && !(Array.isArray(value) && value.length === 0)) out.push(`'${key}': ${NO_EFFECT[key]}.`);
+    const known = HARBOR_KEYS[key];
+    if (!known || known === '*' || !isPlainObject(value)) continue;
+    for (const sub of Object.keys(value)) {
+      const path = `${key}.${sub}`;
+      if (!known.includes(sub)) out.push(`'${path}' is not a Harbor 1.3 task.toml key; it is ignored.`);
+      else if (NO_EFFECT[path]) out.push(`'${path}': ${NO_EFFECT[path]}.`);
+    }
+  }
+  return out;
 }

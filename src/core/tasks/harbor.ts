@@ -78,7 +78,7 @@ export async function readHarbor(dir: string): Promise<Task> {
     ? { context: envDir, dockerfile: 'Dockerfile' }
     : docker !== undefined
       ? { image: docker }
-      : noEnvironment(envDir);
+      : noEnvironment(envDir, f.string(['environment', 'type']));
 
   const testsDir = join(dir, 'tests');
   const runner = join(testsDir, 'test.sh');
@@ -119,10 +119,10 @@ export async function readHarbor(dir: string): Promise<Task> {
   };
 }
 
-function noEnvironment(envDir: string): never {
+function noEnvironment(envDir: string, type: string | undefined): never {
   throw new TbrlError(
     'TASK_NO_ENVIRONMENT',
-    `${envDir}: a Harbor task needs environment/Dockerfile or [environment] docker_image in task.toml`,
+    `${envDir}: a Harbor task needs environment/Dockerfile or [environment] docker_image in task.toml${type !== undefined && type !== 'docker' ? ` (this one sets [environment] type = "${type}", an environment provider of its own that tbrl cannot start: only Docker containers run here)` : ''}`,
     'Add environment/Dockerfile, e.g.\nFROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app',
   );
 }

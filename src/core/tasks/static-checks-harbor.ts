@@ -4,6 +4,8 @@ import type { Finding, SourceText } from './static-checks';
 export interface HarborStaticInput {
   /** Fields tbrl refuses to run with (HarborRuntime.refusals). */
   refusals: string[];
+  /** Keys Harbor does not know or that have no effect here (HarborRuntime.ignored). */
+  ignored?: string[];
   /** Compose services besides `main`, with the compose file's path. */
   sidecars: string[];
   composeFile?: string;
@@ -24,6 +26,7 @@ function commandLines(script: string): string[] {
  */
 export function checkHarbor(input: HarborStaticInput): Finding[] {
   const findings: Finding[] = input.refusals.map((message) => ({ check: 'environment', severity: 'warning', file: 'task.toml', message: `${message} tbrl refuses to run the task until this changes.` }));
+  for (const message of input.ignored ?? []) findings.push({ check: 'environment', severity: 'warning', file: 'task.toml', message });
   if (input.sidecars.length > 0) {
     findings.push({
       check: 'environment',

@@ -220,7 +220,7 @@ export async function collectStaticInput(task: Task): Promise<StaticInput> {
     testFiles,
     solutionNames,
     compose,
-    ...(task.harbor ? { harbor: { refusals: task.harbor.refusals, sidecars: task.harbor.sidecars.map((s) => s.name), ...(task.harbor.composeFile ? { composeFile: relative(task.dir, task.harbor.composeFile) } : {}), runner: testFiles.find((f) => join(task.dir, f.path) === task.tests.runner) } } : {}),
+    ...(task.harbor ? { harbor: { refusals: task.harbor.refusals, ignored: task.harbor.ignored, sidecars: task.harbor.sidecars.map((s) => s.name), ...(task.harbor.composeFile ? { composeFile: relative(task.dir, task.harbor.composeFile) } : {}), runner: testFiles.find((f) => join(task.dir, f.path) === task.tests.runner) } } : {}),
   };
 }
 
