@@ -143,3 +143,18 @@ test('a verifier that cannot fetch its tools is a masked verifier_error naming t
   const left = await provider.docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=${r.runId}`] } });
   assert.equal(left.length, 0);
 });
+
+test('an entrypoint that exits still leaves a working shell, with a note naming it', async () => {
+  const dir = task('entrypoint-exits', { Dockerfile: 'FROM python:3.13-slim\nENTRYPOINT ["sh", "-c", "echo starting; exit 3"]\n' });
+  const progress: string[] = [];
+  const sb = await provider.create({ image: { kind: 'dockerfile', context: dir, dockerfile: 'Dockerfile' }, runId: `shapes-${Date.now()}`, onProgress: (l) => progress.push(l) });
+  try {
+    built.add(sb.info.image);
+    assert.match(sb.info.entrypointNote ?? '', /entrypoint `sh -c echo starting; exit 3` exited with code 3; the container is kept running/);
+    assert.ok(progress.includes(sb.info.entrypointNote!));
+    const r = await sb.exec('echo still here');
+    assert.equal(r.output, 'still here\n');
+  } finally {
+    await sb.close();
+  }
+});
