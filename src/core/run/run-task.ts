@@ -241,6 +241,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
       tracing: info.tracing,
       ...(originalImage ? { originalImage } : {}),
     };
+    if (info.entrypointNote) warn(info.entrypointNote);
     if (!info.tracing.available) warn(`Tracing is off (${info.tracing.reason ?? 'unavailable'}): DepGPO will fall back to f_t = 1.`);
     writer = TrajectoryWriter.create(trajectoryPath, header);
     for (const s of fork?.copied ?? []) {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { DockerConnection } from './docker-client';
@@ -127,7 +127,9 @@ export async function ensureStandin(conn: DockerConnection, map: BaseImageMap, i
   const dir = join(packageRoot(), 'sandbox', 'images');
   const hash = createHash('sha256').update(readFileSync(join(dir, recipe))).digest('hex').slice(0, 16);
   onProgress?.(`building stand-in ${image} from sandbox/images/${recipe}`);
-  const stream = await conn.docker.buildImage({ context: dir, src: [recipe] }, { t: image, dockerfile: recipe, labels: { 'tbrl.recipe': hash } });
+  // standin/ holds what recipes copy in (wheels, the host's CA bundle), filled by scripts/build-standins.mjs; a recipe works without them.
+  const src = existsSync(join(dir, 'standin')) ? [recipe, 'standin'] : [recipe];
+  const stream = await conn.docker.buildImage({ context: dir, src }, { t: image, dockerfile: recipe, labels: { 'tbrl.recipe': hash } });
   const log: string[] = [];
   await new Promise<void>((resolve, reject) => {
     conn.docker.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve()), (ev: { stream?: string; error?: string }) => {

@@ -1,0 +1,160 @@
+/**
+ * Public task suites run as they are (issue #15, images side): Terminal-Bench 1.x tasks written in
+ * the shapes public tasks use, run end to end with the oracle policy against real Docker:
+ * - a Dockerfile on python:3.13-slim (unpullable here: the Python stand-in) with a heredoc RUN, a
+ *   heredoc COPY and a `pip install` under a BuildKit cache mount;
+ * - an image whose ENTRYPOINT starts the service the tests check;
+ * - a verifier that fetches its tools from the network: a verifier_error naming the host, masked
+ *   in credit, and invalid for `tbrl validate` (never "the empty agent fails").
+ */
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { runTask } from '../../src/core/run/run-task';
+import { creditForGroup } from '../../src/core/depgpo/credit';
+import { readTrajectory } from '../../src/core/trajectory/reader';
+import { validateTask } from '../../src/core/tasks/validate';
+import { DockerSandboxProvider } from '../../src/core/sandbox/provider';
+import { LABEL_RUN } from '../../src/core/sandbox/types';
+
+const scratch = mkdtempSync(join(tmpdir(), 'tbrl-public-shapes-'));
+const provider = new DockerSandboxProvider();
+const env = { PATH: process.env.PATH, HOME: process.env.HOME, DOCKER_HOST: process.env.DOCKER_HOST } as NodeJS.ProcessEnv;
+const built = new Set<string>();
+after(async () => {
+  // Our own containers are gone with each run; the task images are ours to remove.
+  for (const image of built) await provider.docker.getImage(image).remove({ force: true }).catch(() => undefined);
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+const TASK_YAML = (instruction: string) => `instruction: |-\n  ${instruction}\nauthor_email: fixture@example.invalid\ndifficulty: easy\ncategory: software-engineering\ntags: [fixture]\nparser_name: pytest\nmax_agent_timeout_sec: 120.0\nmax_test_timeout_sec: 60.0\n`;
+const COMPOSE = 'services:\n  client:\n    build:\n      dockerfile: Dockerfile\n    command: [ "sh", "-c", "sleep infinity" ]\n';
+const RUN_TESTS = '#!/bin/bash\npython3 -m pytest -p no:cacheprovider -rA "$TEST_DIR/test_outputs.py"\n';
+
+function task(name: string, files: Record<string, string>): string {
+  const dir = join(scratch, name);
+  const all = { 'task.yaml': TASK_YAML(`Task ${name}.`), 'docker-compose.yaml': COMPOSE, 'run-tests.sh': RUN_TESTS, ...files };
+  for (const [rel, content] of Object.entries(all)) {
+    mkdirSync(dirname(join(dir, rel)), { recursive: true });
+    writeFileSync(join(dir, rel), content);
+  }
+  return dir;
+}
+
+async function oracleRun(dir: string) {
+  const r = await runTask({ taskDir: dir, outDir: join(dir, 'run'), env, cwd: scratch, policy: 'oracle', trace: false, sandboxProvider: provider });
+  if (r.header.sandbox?.image.startsWith('tbrl-task/')) built.add(r.header.sandbox.image);
+  return r;
+}
+
+test('heredocs, a cache mount and pip install on the Python stand-in: the image builds as authored and the reference passes', async () => {
+  const dir = task('pip-heredoc', {
+    Dockerfile: [
+      '# syntax=docker/dockerfile:1.4',
+      'FROM python:3.13-slim',
+      'RUN <<EOF',
+      'set -e',
+      'mkdir -p /srv/data',
+      'echo "built with a heredoc" > /srv/data/heredoc.txt',
+      'EOF',
+      'COPY <<EOF /pkg/pyproject.toml',
+      '[build-system]',
+      'requires = ["setuptools"]',
+      'build-backend = "setuptools.build_meta"',
+      '[project]',
+      'name = "greeter"',
+      'version = "0.1.0"',
+      'EOF',
+      'COPY greeter.py /pkg/greeter.py',
+      'RUN --mount=type=cache,target=/root/.cache/pip pip install --no-build-isolation /pkg',
+      'WORKDIR /app',
+      '',
+    ].join('\n'),
+    'greeter.py': 'def greet(name):\n    return f"hello {name}"\n',
+    'solution.sh': '#!/bin/bash\npython -c "import greeter; print(greeter.greet(\'tbrl\'))" > /app/answer.txt\n',
+    'tests/test_outputs.py': [
+      'import subprocess',
+      'def test_answer():',
+      '    assert open("/app/answer.txt").read() == "hello tbrl\\n"',
+      'def test_heredoc_ran():',
+      '    assert open("/srv/data/heredoc.txt").read() == "built with a heredoc\\n"',
+      'def test_uv_is_there():',
+      '    assert subprocess.run(["uvx", "--version"], capture_output=True).returncode == 0',
+      '',
+    ].join('\n'),
+  });
+  const r = await oracleRun(dir);
+  assert.equal(r.header.sandbox?.substitutedFrom, 'python:3.13-slim');
+  assert.deepEqual(r.footer.outcome, { class: 'passed' }, JSON.stringify(r.footer.reward?.testError ?? r.footer.endMessage));
+  assert.equal(r.footer.reward?.tests, 1);
+});
+
+test('an ENTRYPOINT that starts a service keeps running beside the agent\'s shell', async () => {
+  const dir = task('entrypoint-service', {
+    Dockerfile: [
+      'FROM python:3.13-slim',
+      'RUN mkdir -p /srv/www && echo "service up" > /srv/www/index.html',
+      'COPY start.sh /usr/local/bin/start.sh',
+      'RUN chmod +x /usr/local/bin/start.sh',
+      'ENTRYPOINT ["/usr/local/bin/start.sh"]',
+      'CMD ["bash"]',
+      'WORKDIR /app',
+      '',
+    ].join('\n'),
+    'start.sh': '#!/bin/sh\npython3 -m http.server 8000 --bind 127.0.0.1 --directory /srv/www >/tmp/http.log 2>&1 &\nexec "$@"\n',
+    'solution.sh': '#!/bin/bash\nfor i in $(seq 50); do curl -sf http://127.0.0.1:8000/ > /app/page.txt && break; sleep 0.1; done\n',
+    'tests/test_outputs.py': [
+      'import urllib.request',
+      'def test_service_answers():',
+      '    assert urllib.request.urlopen("http://127.0.0.1:8000/", timeout=5).read() == b"service up\\n"',
+      'def test_agent_reached_it():',
+      '    assert open("/app/page.txt").read() == "service up\\n"',
+      '',
+    ].join('\n'),
+  });
+  const r = await oracleRun(dir);
+  assert.deepEqual(r.footer.outcome, { class: 'passed' }, JSON.stringify(r.footer.reward?.testError ?? r.footer.reward?.testOutcomes));
+});
+
+test('a verifier that cannot fetch its tools is a masked verifier_error naming the host, and validate calls the task invalid', async () => {
+  const dir = task('needs-network', {
+    Dockerfile: 'FROM python:3.13-slim\nWORKDIR /app\n',
+    'solution.sh': '#!/bin/bash\necho done > /app/out.txt\n',
+    // As Terminal-Bench tasks do with uv (which the stand-in now ships): fetch the test runner at test time.
+    'run-tests.sh': '#!/bin/bash\ncurl -LsSf https://astral.invalid/testkit/install.sh | sh\nsource $HOME/.local/bin/env\ntestkit run pytest -rA "$TEST_DIR/test_outputs.py"\n',
+    'tests/test_outputs.py': 'def test_out():\n    assert open("/app/out.txt").read() == "done\\n"\n',
+  });
+  const r = await oracleRun(dir);
+  assert.equal(r.footer.outcome?.class, 'verifier_error', JSON.stringify(r.footer.outcome));
+  assert.equal(r.footer.outcome?.cause, 'the verifier could not reach astral.invalid: the task needs network or pre-provisioned tools');
+  const t = await readTrajectory(r.trajectoryPath);
+  const credit = creditForGroup([t]);
+  assert.equal(credit.trajectories.length, 0, 'a masked run earns no advantage');
+  assert.match(credit.skipped[0].reason, /^masked verifier_error: the verifier could not reach astral\.invalid/);
+
+  const v = await validateTask(dir, { provider, oracle: 'script' });
+  assert.equal(v.valid, false);
+  assert.equal(v.empty.status, 'failed');
+  assert.equal(v.empty.outcome, 'verifier_error');
+  assert.match(v.empty.message ?? '', /could not be checked: the verifier could not reach astral\.invalid/);
+  if (v.build.image) built.add(v.build.image);
+  const left = await provider.docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=${r.runId}`] } });
+  assert.equal(left.length, 0);
+});
+
+test('an entrypoint that exits still leaves a working shell, with a note naming it', async () => {
+  const dir = task('entrypoint-exits', { Dockerfile: 'FROM python:3.13-slim\nENTRYPOINT ["sh", "-c", "echo starting; exit 3"]\n' });
+  const progress: string[] = [];
+  const sb = await provider.create({ image: { kind: 'dockerfile', context: dir, dockerfile: 'Dockerfile' }, runId: `shapes-${Date.now()}`, onProgress: (l) => progress.push(l) });
+  try {
+    built.add(sb.info.image);
+    assert.match(sb.info.entrypointNote ?? '', /entrypoint `sh -c echo starting; exit 3` exited with code 3; the container is kept running/);
+    assert.ok(progress.includes(sb.info.entrypointNote!));
+    const r = await sb.exec('echo still here');
+    assert.equal(r.output, 'still here\n');
+  } finally {
+    await sb.close();
+  }
+});
