@@ -226,6 +226,9 @@ function unusableReason(input: DepgpoInput): string | undefined {
   if (input.tracing && !input.tracing.available) return `tracing unavailable${input.tracing.reason ? `: ${input.tracing.reason}` : ''}`;
   if (!input.verifier) return 'no verifier trace: the resource set E is unknown';
   if (input.commands.length > 0 && input.commands.every((c) => !c.trace)) return 'no command was traced';
+  // A tracer killed mid-run (traced-sandbox.ts TRACER_LOST): the graph after it is blind, so no credit is given.
+  const lost = input.commands.find((c) => c.trace?.incomplete?.startsWith('tracer lost'));
+  if (lost) return lost.trace!.incomplete;
   return undefined;
 }
 

@@ -324,10 +324,25 @@ export class DockerSandbox implements Sandbox {
 
   /** The shell's stream ended mid-command: the agent typed `exit`, or the container/daemon is gone. */
   private async afterShellEnded(err: ShellEndedError): Promise<ExecResult> {
-    const state = await this.container.inspect().catch((e) => e as Error);
+    let state = await this.container.inspect().catch((e) => e as Error);
+    if (!(state instanceof Error) && state.State?.Running && (await err.exitCode()) === 137) {
+      // SIGKILL of the shell may be part of `kill -9 -1`, whose container is still stopping: look again.
+      await new Promise((r) => setTimeout(r, 500));
+      state = await this.container.inspect().catch((e) => e as Error);
+    }
     if (state instanceof Error) throw await this.explain(state, 'running a command');
     if (state.State?.OOMKilled) throw new ContainerOomError(this.info.containerId, this.limits.memoryBytes);
-    if (!state.State?.Running) throw new ContainerGoneError(this.info.containerId, `container exited with code ${state.State?.ExitCode}`);
+    if (!state.State?.Running) {
+      // 137 without the OOM killer is SIGKILL from inside: the agent's command killed every process it could see.
+      if (state.State?.ExitCode === 137) {
+        throw new ContainerGoneError(
+          this.info.containerId,
+          "container exited with code 137: a command killed the container's main process (e.g. `kill -9 -1` kills every process the agent can see)",
+          'the run cannot go on without its container; the steps so far are kept. Resume from a checkpoint, or end the instruction with a note not to kill every process.',
+        );
+      }
+      throw new ContainerGoneError(this.info.containerId, `container exited with code ${state.State?.ExitCode}`);
+    }
     const code = await err.exitCode();
     const result: ExecResult = {
       exitCode: code,

@@ -89,11 +89,11 @@ export class DiskFullError extends TbrlError {
 }
 
 export class ContainerGoneError extends TbrlError {
-  constructor(readonly containerId: string, detail?: string) {
+  constructor(readonly containerId: string, detail?: string, fix?: string) {
     super(
       'CONTAINER_GONE',
       `Container ${containerId.slice(0, 12)} no longer exists or stopped${detail ? ` (${detail})` : ''}.`,
-      'something removed or stopped it (`docker rm`, `tbrl gc --all`, a daemon restart); resume the run from its last checkpoint.',
+      fix ?? 'something removed or stopped it (`docker rm`, `tbrl gc --all`, a daemon restart); resume the run from its last checkpoint.',
     );
   }
 }

@@ -56,22 +56,40 @@ export class ShellEndedError extends Error {
   }
 }
 
-// Functions defined once in the shell. The command reaches it as an ANSI-C quoted argument to
-// `eval`, so no quoting in it can unbalance the line; stdin is /dev/null so the command cannot
-// eat the shell's own input; `&& ... ||` keeps a `set -e` typed by the agent from killing the
-// shell; `builtin` keeps a user function named printf/eval from breaking the frame. The sentinel
-// is preceded by a newline (stripped) so output without a trailing newline still frames.
+// Defined once in the shell: the state dump for checkpoints (it carries no secret).
 const PRELUDE = [
   'set -m',
-  '__tbrl_run() { { builtin eval "$2"',
-  '} </dev/null 2>&1 && __tbrl_rc=0 || __tbrl_rc=$?',
-  'builtin printf \'\\n__TBRL_%s__ %s - %s\\n\' "$1" "$__tbrl_rc" "$PWD"; }',
-  '__tbrl_bg() { { builtin eval "$2"',
-  '} </dev/null >"$3" 2>&1 &',
-  'builtin printf \'\\n__TBRL_%s__ 0 %s %s\\n\' "$1" "$!" "$PWD"; }',
   '__tbrl_state() { builtin printf \'%s\\0\' "$PWD"; local __n; for __n in $(compgen -e); do builtin printf \'%s=%s\\0\' "$__n" "${!__n}"; done; }',
   '',
 ].join('\n');
+
+/**
+ * The line that runs one command. The command reaches the shell as an ANSI-C quoted argument to
+ * `eval`, so no quoting in it can unbalance the line; stdin is /dev/null so it cannot eat the
+ * shell's own input; `&& ... ||` keeps a `set -e` typed by the agent from killing the shell;
+ * `builtin` keeps a user function named printf/eval from breaking the frame.
+ *
+ * The frame nonce is a literal in the final printf only: never a function argument (BASH_ARGV
+ * with extdebug, `$1`), a variable (`set`, `declare`), the environment or a command line in
+ * /proc, and it is consumed from stdin before the command starts. What the agent can switch on to
+ * watch the shell's own commands (a DEBUG/RETURN trap, extdebug, functrace, history) is switched
+ * off after the command and before the printf runs.
+ *
+ * Before the command: a working directory deleted since the last command (`rmdir` of the cwd)
+ * is replaced by the shell's home directory, with a note in the output.
+ */
+export function framedLine(nonce: string, command: string, home: string, background?: { log: string }): string {
+  const recover = [
+    'builtin [ "$PWD" -ef . ] 2>/dev/null || builtin cd -- "$PWD" 2>/dev/null || {',
+    `__tbrl_gone=$PWD; builtin cd -- ${ansiCQuote(home)} 2>/dev/null || builtin cd /;`,
+    "builtin printf '[note: the working directory %s no longer exists; the command runs in %s]\\n' \"$__tbrl_gone\" \"$PWD\"; }",
+  ].join(' ');
+  const unwatch = 'builtin shopt -u extdebug; builtin trap - DEBUG RETURN; builtin set +o history +o functrace';
+  if (background) {
+    return `${recover}\n{ builtin eval ${ansiCQuote(command)}\n} </dev/null >${ansiCQuote(background.log)} 2>&1 & __tbrl_pid=$!; ${unwatch}; builtin printf '\\n__TBRL_${nonce}__ 0 %s %s\\n' "$__tbrl_pid" "$PWD"`;
+  }
+  return `${recover}\n{ builtin eval ${ansiCQuote(command)}\n} </dev/null 2>&1 && __tbrl_rc=0 || __tbrl_rc=$?; ${unwatch}; builtin printf '\\n__TBRL_${nonce}__ %s - %s\\n' "$__tbrl_rc" "$PWD"`;
+}
 
 const STRAY_LIMIT = 64 * 1024;
 
@@ -114,6 +132,11 @@ export class PersistentShell {
   cwd: string | undefined;
   /** Set when the shell had to be restarted (the exported environment of the old one is gone). */
   restarts = 0;
+  /** The directory a new shell starts in and a deleted cwd falls back to (the task's workdir). */
+  readonly home: string;
+  /** Said once, at the head of the next command's output (why the shell or its cwd changed). */
+  private note = '';
+  private everStarted = false;
 
   constructor(
     private readonly spawn: ShellSpawner,
@@ -121,6 +144,7 @@ export class PersistentShell {
     initialCwd?: string,
   ) {
     this.cwd = initialCwd;
+    this.home = initialCwd ?? '/';
   }
 
   get pid(): number {
@@ -130,7 +154,30 @@ export class PersistentShell {
   /** Starts the shell (idempotent); later calls respawn it if the previous one exited. */
   async ensureStarted(): Promise<void> {
     if (this.alive) return;
-    const { stream, exitCode } = await this.spawn(this.cwd);
+    // A respawn starts in the home directory (the last cwd may be deleted: Docker cannot start an
+    // exec there) and then goes back to the last cwd when it still exists.
+    const back = this.everStarted && this.cwd !== undefined && this.cwd !== this.home ? this.cwd : undefined;
+    try {
+      await this.startIn(this.everStarted ? this.home : this.cwd);
+    } catch (err) {
+      if (!(err instanceof ShellEndedError) || this.closed) throw err;
+      // The start directory itself is gone (the agent removed the workdir): start at /.
+      const missing = this.everStarted ? this.home : this.cwd;
+      await this.startIn('/');
+      this.note += `[note: ${missing ?? 'the working directory'} no longer exists; the shell started in /]\n`;
+      this.cwd = '/';
+      return;
+    }
+    this.everStarted = true;
+    if (back) {
+      const r = await this.frame(`builtin cd -- ${ansiCQuote(back)}`, 10_000);
+      if (r.exitCode !== 0) this.note += `[note: the previous working directory ${back} no longer exists; the new shell is in ${this.home}]\n`;
+      else this.cwd = back;
+    }
+  }
+
+  private async startIn(dir: string | undefined): Promise<void> {
+    const { stream, exitCode } = await this.spawn(dir);
     this.stream = stream;
     this.alive = true;
     const demux = new DockerDemuxer((kind, payload) => this.onOutput(kind, payload));
@@ -147,6 +194,7 @@ export class PersistentShell {
     stream.on('error', ended);
     stream.write(PRELUDE);
     const r = await this.frame('builtin echo -n "$$ $EUID ${GROUPS[0]}"', 10_000);
+    this.everStarted = true;
     const [pid, uid, gid] = r.output.text().trim().split(' ').map(Number);
     this.shellPid = pid;
     this.uid = uid || 0;
@@ -212,13 +260,14 @@ export class PersistentShell {
     const started = Date.now();
     if (options.background) {
       const log = `/tmp/tbrl-bg-${randomBytes(4).toString('hex')}.log`;
-      const r = await this.frame(`__tbrl_bg %NONCE% ${ansiCQuote(command)} ${ansiCQuote(log)}`, 10_000, options.maxOutputBytes, true);
-      const out = `${r.output.text()}[started in background: pid ${r.pid}, output in ${log}]\n`;
+      const r = await this.frame({ command, background: { log } }, 10_000, options.maxOutputBytes, true);
+      const out = `${this.takeNote()}${r.output.text()}[started in background: pid ${r.pid}, output in ${log}]\n`;
       return { exitCode: 0, output: out, droppedBytes: 0, timedOut: false, durationMs: Date.now() - started };
     }
-    const r = await this.frame(`__tbrl_run %NONCE% ${ansiCQuote(command)}`, options.timeoutMs, options.maxOutputBytes, true);
+    const note = this.takeNote();
+    const r = await this.frame({ command }, options.timeoutMs, options.maxOutputBytes, true);
     const restartNote = r.restarted ? '; the shell was restarted, exported variables were reset' : '';
-    let output = r.output.text();
+    let output = note + r.output.text();
     if (r.timedOut) output += `\n[killed after ${options.timeoutMs} ms timeout${restartNote}]\n`;
     else if (r.stopped) output += `\n${r.stopped.note.replace(/\]$/, `${restartNote}]`)}\n`;
     return {
@@ -231,18 +280,24 @@ export class PersistentShell {
     };
   }
 
+  private takeNote(): string {
+    const note = this.note;
+    this.note = '';
+    return note;
+  }
+
   /**
-   * Sends one framed line and waits for its sentinel. `line` contains %NONCE% where the nonce goes
-   * (or is a raw command for internal use, framed by __tbrl_run).
+   * Sends one framed line and waits for its sentinel: an agent command (`wrapped`) or a raw
+   * command for internal use.
    */
   private async frame(
-    line: string,
+    line: string | { command: string; background?: { log: string } },
     timeoutMs: number | undefined,
     maxOutputBytes = 1024 * 1024,
     wrapped = false,
   ): Promise<{ exitCode: number; pid?: number; output: CappedOutput; raw: Buffer; timedOut: boolean; restarted: boolean; stopped?: StopRequest }> {
     const nonce = randomBytes(12).toString('hex');
-    const text = wrapped ? line.replace('%NONCE%', nonce) : `__tbrl_run ${nonce} ${ansiCQuote(line)}`;
+    const text = typeof line === 'string' ? framedLine(nonce, line, this.home) : framedLine(nonce, line.command, this.home, line.background);
     const output = new CappedOutput(maxOutputBytes);
     let rawCollector: Buffer[] | undefined;
     if (!wrapped) {

@@ -172,12 +172,12 @@ export function isAllowed(finding: Pick<PrivilegeFinding, 'key' | 'never'>, allo
 
 export function privilegeError(findings: PrivilegeFinding[], settingHint: string): TbrlError {
   const first = findings[0];
-  const list = findings.map((f) => `${f.key} ${f.message}`).join('; ');
+  const list = findings.map((f) => `${f.key} ${f.message}${f.never ? ' (never allowed)' : ''}`).join('; ');
   const leaves = [...new Set(findings.filter((f) => !f.never).map((f) => f.key.split('.').pop()!))];
   const never = findings.filter((f) => f.never).map((f) => `${f.key} ${f.message}`);
   return new TbrlError(
     'PRIVILEGE_REFUSED',
-    `${first.file}: ${list}. tbrl refuses keys that hand a container part of the host unless you allow them by name.`,
+    `${first.file}: ${list}. tbrl refuses keys that hand a container part of the host unless you allow them by name${leaves.length ? ` (${settingHint.replaceAll('%KEYS%', leaves.join(','))})` : ''}.`,
     [
       leaves.length ? `If you trust this source, allow the keys explicitly: ${settingHint.replaceAll('%KEYS%', leaves.join(','))}.` : '',
       never.length ? `Remove ${never.join('; ')}: the Docker socket and / are never allowed.` : 'The Docker socket and / are never allowed.',
@@ -199,6 +199,15 @@ export const ALLOW_HINT = 'pass `--allow-privilege %KEYS%` or set "tbrl.sandbox.
 export async function confineTask(task: Task, options: ConfineOptions = {}): Promise<string[]> {
   const dir = task.dir;
   const self = (file: string, key: string): PathOrigin => ({ file: join(dir, file), key });
+  // The compose file first: its errors name the compose key, not the path the loader derived from it.
+  const allowed: string[] = [];
+  if (task.format === 'terminal-bench') {
+    const findings = await inspectCompose(dir, join(dir, 'docker-compose.yaml'));
+    const refused = findings.filter((f) => !isAllowed(f, options.allowPrivileges ?? []));
+    if (refused.length) throw privilegeError(refused, ALLOW_HINT);
+    allowed.push(...findings.map((f) => f.key));
+  }
+
   const fmt = task.format === 'harbor' ? 'task.toml' : 'task.yaml';
   await confinedPath(dir, dir, self(fmt, 'the task directory'));
   await confinedPath(dir, join(dir, fmt), self(fmt, 'the task file'));
@@ -218,13 +227,6 @@ export async function confineTask(task: Task, options: ConfineOptions = {}): Pro
   }
   if (task.format === 'harbor') await confineTree(dir, join(dir, 'solution'), self('solution', 'the solution directory'));
   await confinedPath(dir, join(dir, 'solution.yaml'), self('solution.yaml', 'the reference solution'));
-  const allowed: string[] = [];
-  if (task.format === 'terminal-bench') {
-    const findings = await inspectCompose(dir, join(dir, 'docker-compose.yaml'));
-    const refused = findings.filter((f) => !isAllowed(f, options.allowPrivileges ?? []));
-    if (refused.length) throw privilegeError(refused, ALLOW_HINT);
-    allowed.push(...findings.map((f) => f.key));
-  }
   return allowed;
 }
 

@@ -59,6 +59,8 @@ export interface TracedSandbox extends Sandbox {
 const METHOD = 'strace via helper container (--pid=container, SYS_PTRACE)';
 const SHELL_METHOD = 'strace --seccomp-bpf as the parent of the shell (copied in from the helper image)';
 const PID_TAG = '__TBRL_TRACE_PID__ ';
+/** `trace.incomplete` of commands after the tracer died: DepGPO falls back with this reason (depgpo/compute.ts). */
+export const TRACER_LOST = 'tracer lost';
 /**
  * Runs a command between two marker opens inside the shell process. The sandbox already evaluates
  * our text inside its own function and `&& ||` frame, so `set -e` cannot stop us before the end
@@ -132,6 +134,8 @@ class TraceEngine {
 
   /** Shell mode: the shell's pid, learned from the shell itself. */
   private pid = 0;
+  /** Set once strace is found dead (the agent sees and can kill it): why, for every later trace. */
+  lost?: string;
 
   private constructor(
     private readonly inner: Sandbox,
@@ -237,6 +241,14 @@ class TraceEngine {
       result.output = this.stray + result.output;
       this.stray = '';
     }
+    if (!window && this.straceShell && !(await this.tracerAlive())) {
+      // With --seccomp-bpf and no tracer every traced syscall of the shell fails (ENOSYS): it is unusable.
+      this.lost = `${TRACER_LOST}: strace was killed during command ${n} (${command.slice(0, 60)}); later commands ran untraced`;
+      await this.inner.execArgv(['kill', '-9', String(this.pid)], { timeoutMs: 10_000 }).catch(() => undefined);
+      this.straceShell.close();
+      result.output += `\n[note: the tracer was killed during this command; its output above may be garbled. Later commands run untraced in a fresh shell (exported variables reset), and DepGPO falls back to f_t = 1 for this run]\n`;
+      return { ...result, trace: { reads: [], writes: [], stdoutValues: [], ports: [], processes: [], incomplete: this.lost } };
+    }
     if (!window && notes.length === 0) notes.push('the end of the command never appeared in the trace');
     if (window?.dropped) notes.push(`${window.dropped} syscall events beyond the per-command cap were dropped`);
     const events = window?.events ?? [];
@@ -287,6 +299,12 @@ class TraceEngine {
     return parsePidReply(r.output);
   }
 
+  /** Whether the shell's strace still runs (it lives in the task container, where the agent can kill it). */
+  private async tracerAlive(): Promise<boolean> {
+    const r = await this.inner.execArgv(['sh', '-c', 'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " <"$f" 2>/dev/null; echo; done | grep -q "/[.]tbrl-strace/strace"'], { timeoutMs: 10_000 }).catch(() => undefined);
+    return r === undefined || r.exitCode === 0;
+  }
+
   shellCwd(): string | undefined {
     return this.shellPid ? this.windows.parser.cwdOf(this.shellPid) : undefined;
   }
@@ -316,6 +334,11 @@ class Traced implements TracedSandbox {
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     // Marker, command and marker must not interleave with another caller's command.
     const job = this.queue.then(async () => {
+      if (this.engine?.lost) {
+        // The traced shell is gone with its tracer: the sandbox's own shell takes over, untraced.
+        const result = await this.inner.exec(command, options);
+        return options.trace ? { ...result, trace: { reads: [], writes: [], stdoutValues: [], ports: [], processes: [], incomplete: this.engine.lost } } : result;
+      }
       if (options.trace && this.engine) return this.engine.exec(command, options);
       const result = await (this.engine ? this.engine.run(command, options) : this.inner.exec(command, options));
       if (this.engine?.stray) {

@@ -1,0 +1,331 @@
+/**
+ * Hostile input (issue 14): task directories, workspaces, agent commands and RPC clients written
+ * to attack the studio. Each case builds the malicious input itself (real files, real links, the
+ * real Docker engine, the real CLI) and checks it is refused with a named cause, or survived with
+ * a note, and that nothing of the host leaked.
+ */
+import { after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, openSync, ftruncateSync, closeSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { main } from '../../src/cli/main';
+import { validateTasks } from '../../src/core/tasks/validate';
+import { runWorkspace } from '../../src/core/run/run-workspace';
+import { ScriptedPolicy } from '../../src/core/agent/scripted';
+import { createDockerProvider, type Sandbox } from '../../src/core/sandbox/index';
+import { buildTaskImage } from '../../src/core/sandbox/build';
+import { createTracedSandbox } from '../../src/core/trace/traced-sandbox';
+import { computeDepgpo } from '../../src/core/depgpo/compute';
+import { TbrlError } from '../../src/core/errors';
+import { chaosCase, recordRunId } from './helpers/chaos';
+
+const EXAMPLE = resolve('examples/hello-world');
+const CLI = resolve('src/cli/main.ts');
+const scratch = mkdtempSync(join(tmpdir(), 'tbrl-chaos-hostile-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+const provider = createDockerProvider();
+const runId = `chaos-hostile-${process.pid}`;
+recordRunId(runId);
+
+/** A copy of the example task, then `mutate` makes it hostile. */
+function hostileTask(name: string, mutate: (dir: string) => void): string {
+  const dir = join(scratch, name);
+  cpSync(EXAMPLE, dir, { recursive: true });
+  mutate(dir);
+  return dir;
+}
+
+/** `tbrl validate` in-process: exit code, stdout and stderr. */
+async function cli(argv: string[]): Promise<{ code: number; out: string }> {
+  const lines: string[] = [];
+  const [log, error] = [console.log, console.error];
+  console.log = (...a: unknown[]) => void lines.push(a.join(' '));
+  console.error = (...a: unknown[]) => void lines.push(a.join(' '));
+  try {
+    return { code: await main(argv), out: lines.join('\n') };
+  } finally {
+    console.log = log;
+    console.error = error;
+  }
+}
+
+chaosCase('task: compose build.context ../../../../etc, then an absolute /etc (the agent would read /etc/shadow)', 'tbrl validate: invalid, load error names docker-compose.yaml, the path and the rule; no image built', async () => {
+  const said: string[] = [];
+  for (const context of ['../../../../../../../../etc', '/etc']) {
+    const dir = hostileTask(`ctx-${said.length}`, (d) => writeFileSync(join(d, 'docker-compose.yaml'), `services:\n  client:\n    build:\n      context: ${context}\n      dockerfile: Dockerfile\n`));
+    const [result] = await validateTasks([dir], { provider });
+    assert.equal(result.valid, false);
+    assert.equal(result.build.status, 'skipped', 'an image was built from a hostile context');
+    assert.match(result.load.message ?? '', /docker-compose\.yaml: services\.client\.build\.context names .*etc, which resolves to \/etc, outside the task directory/);
+    said.push(result.problems[0].slice(0, 90));
+  }
+  return said.join(' | ');
+});
+
+chaosCase('task: links to host files — run-tests.sh → /etc/passwd, tests/ → /etc, instruction.md → /etc/hostname (Harbor), tests/x → /etc/shadow', 'each refused with TASK_PATH_ESCAPES naming the link; the host content appears nowhere in the error', async () => {
+  const said: string[] = [];
+  const cases: [string, (d: string) => void][] = [
+    ['run-tests.sh', (d) => { rmSync(join(d, 'run-tests.sh')); symlinkSync('/etc/passwd', join(d, 'run-tests.sh')); }],
+    ['tests', (d) => { rmSync(join(d, 'tests'), { recursive: true }); symlinkSync('/etc', join(d, 'tests')); }],
+    ['tests/leak', (d) => symlinkSync('/etc/shadow', join(d, 'tests', 'leak'))],
+  ];
+  for (const [name, mutate] of cases) {
+    const dir = hostileTask(`link-${name.replace(/\W/g, '-')}`, mutate);
+    const { code, out } = await cli(['validate', dir, '--static-only', '--record', 'none']);
+    assert.equal(code, 1, out);
+    assert.match(out, /outside the task directory/);
+    assert.match(out, new RegExp(name.replace('/', '\\/')));
+    assert.doesNotMatch(out, /root:x:0:0/, 'host file content leaked into the report');
+    said.push(`${name}: refused`);
+  }
+  const harbor = join(scratch, 'harbor-link');
+  mkdirSync(join(harbor, 'environment'), { recursive: true });
+  mkdirSync(join(harbor, 'tests'));
+  writeFileSync(join(harbor, 'task.toml'), 'version = "1.0"\n');
+  writeFileSync(join(harbor, 'environment', 'Dockerfile'), 'FROM debian:bookworm-slim\n');
+  writeFileSync(join(harbor, 'tests', 'test.sh'), '#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n');
+  symlinkSync('/etc/hostname', join(harbor, 'instruction.md'));
+  const { code, out } = await cli(['validate', harbor, '--static-only', '--record', 'none']);
+  assert.equal(code, 1);
+  assert.match(out, /instruction\.md.*outside the task directory/);
+  assert.doesNotMatch(out, new RegExp(readFileSync('/etc/hostname', 'utf8').trim() || 'no-hostname'));
+  said.push('Harbor instruction.md: refused');
+  return said.join('; ');
+});
+
+chaosCase('task: compose privileged, cap_add, network_mode: host, a bind of /var/run/docker.sock', 'refused naming each key and how to allow it; --allow-privilege opens cap_add etc. but never the socket', async () => {
+  const dir = hostileTask('privileged', (d) => writeFileSync(join(d, 'docker-compose.yaml'), 'services:\n  client:\n    build:\n      dockerfile: Dockerfile\n    privileged: true\n    cap_add: [SYS_ADMIN]\n    network_mode: host\n    volumes:\n      - /var/run/docker.sock:/var/run/docker.sock\n'));
+  const plain = await cli(['validate', dir, '--static-only', '--record', 'none']);
+  assert.equal(plain.code, 1);
+  for (const key of ['privileged', 'cap_add', 'network_mode', 'volumes']) assert.match(plain.out, new RegExp(`services\\.client\\.${key}`));
+  assert.match(plain.out, /--allow-privilege/);
+  const allowed = await cli(['validate', dir, '--static-only', '--record', 'none', '--allow-privilege', 'privileged,cap_add,network_mode,volumes']);
+  assert.equal(allowed.code, 1, 'the Docker socket was allowed');
+  assert.match(allowed.out, /docker\.sock/);
+  assert.match(allowed.out, /never allowed/);
+  return `default: ${plain.out.match(/PRIVILEGE_REFUSED|refuses keys/)?.[0]}; with every key allowed the socket bind is still refused`;
+});
+
+chaosCase('workspace: devcontainer.json binds / and the Docker socket, copies ${localEnv:OPENAI_API_KEY} into containerEnv', 'run-workspace refuses before any container starts, naming mounts and containerEnv; the key appears in no file', async () => {
+  const ws = join(scratch, 'ws');
+  mkdirSync(join(ws, '.devcontainer'), { recursive: true });
+  writeFileSync(join(ws, 'README.md'), 'project\n');
+  writeFileSync(join(ws, '.devcontainer', 'devcontainer.json'), JSON.stringify({
+    image: 'debian:bookworm-slim',
+    mounts: ['source=/,target=/host,type=bind', 'source=/var/run/docker.sock,target=/var/run/docker.sock,type=bind'],
+    containerEnv: { KEY: '${localEnv:OPENAI_API_KEY}' },
+  }));
+  const secret = `sk-chaos-${process.pid}`;
+  const out = join(scratch, 'ws-run');
+  const attempt = (allow: string[]) => runWorkspace({
+    workspaceFolder: ws, instruction: 'look around', outDir: out, policyOverride: new ScriptedPolicy(['<bash>\ncmd: env; ls /host\n</bash>']),
+    env: { OPENAI_API_KEY: secret }, allowPrivileges: allow, trace: false,
+  });
+  const seen: string[] = [];
+  for (const allow of [[], ['mounts', 'localEnv']]) {
+    await assert.rejects(attempt(allow), (err: unknown) => {
+      assert.ok(err instanceof TbrlError && err.code === 'PRIVILEGE_REFUSED', String(err));
+      assert.match(err.message, /mounts binds the host path \/ at \/host/);
+      assert.match(err.message, /docker\.sock/);
+      assert.match(err.message, /OPENAI_API_KEY/);
+      assert.doesNotMatch(err.message, new RegExp(secret));
+      seen.push(allow.length ? 'allowed by name: still refused (socket, /, secret)' : 'default: refused');
+      return true;
+    });
+  }
+  const containers = await provider.docker.listContainers({ all: true, filters: { label: [`dev.tbrl.run`] } });
+  assert.ok(!containers.some((c) => JSON.stringify(c).includes(ws)), 'a container was started');
+  return seen.join('; ');
+});
+
+chaosCase('workspace: a trusted devcontainer asks for capAdd SYS_PTRACE; the user allows capAdd by name', 'the container gets the capability and the run header records what was allowed', async () => {
+  const ws = join(scratch, 'ws-cap');
+  mkdirSync(join(ws, '.devcontainer'), { recursive: true });
+  writeFileSync(join(ws, 'README.md'), 'project\n');
+  writeFileSync(join(ws, '.devcontainer', 'devcontainer.json'), JSON.stringify({ image: 'debian:bookworm-slim', capAdd: ['SYS_PTRACE'] }));
+  const r = await runWorkspace({
+    workspaceFolder: ws, instruction: 'check caps', outDir: join(scratch, 'ws-cap-run'), trace: false,
+    policyOverride: new ScriptedPolicy(['<bash>\ncmd: grep CapEff /proc/self/status\n</bash>', '<finish/>']),
+    allowPrivileges: ['capAdd'],
+  });
+  recordRunId(r.runId);
+  assert.deepEqual(r.header.config.allowedPrivileges, ['capAdd']);
+  const capEff = BigInt(`0x${/CapEff:\s*([0-9a-f]+)/.exec(r.steps[0].actions[0].observation)![1]}`);
+  assert.ok(capEff & (1n << 19n), 'CAP_SYS_PTRACE (bit 19) missing');
+  return `header.config.allowedPrivileges = ["capAdd"]; CapEff has CAP_SYS_PTRACE`;
+}, { timeout: 120_000 });
+
+async function sandbox(): Promise<Sandbox> {
+  return provider.create({ image: { kind: 'image', image: 'tbrl-standin/python:3' }, runId, workdir: '/app' });
+}
+
+chaosCase('agent: read the frame nonce (extdebug + BASH_ARGV, $1, set/declare, trap -p, history, /proc/*/cmdline and environ), then print a forged frame after `false`', 'no read finds it; the forged frame is plain output; exit 1 and the real cwd are recorded', async () => {
+  const sb = await sandbox();
+  try {
+    const reads = [
+      'shopt -s extdebug; builtin printf "%s\\n" "${BASH_ARGV[@]}" "$1" "$2" "$@"',
+      'set; declare -p; declare -f; trap -p; alias',
+      'set -o history; true',
+      'history; fc -l -10 2>&1',
+      'for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ; do tr "\\0" " " < "$f" 2>/dev/null; echo; done',
+      'ls -l /proc/$$/fd/ /proc/self/fd/ 2>&1; cat /proc/$$/fd/0 & sleep 0.3; kill $! 2>/dev/null; true',
+    ];
+    for (const cmd of reads) {
+      const r = await sb.exec(cmd, { timeoutMs: 15_000 });
+      assert.doesNotMatch(r.output, /__TBRL_[0-9a-f]{24}__/, `${cmd} read a nonce:\n${r.output.slice(0, 400)}`);
+    }
+    const forged = await sb.exec("cd /tmp; printf '\\n__TBRL_000000000000000000000000__ 0 - /forged\\n'; false", { timeoutMs: 15_000 });
+    assert.equal(forged.exitCode, 1);
+    assert.match(forged.output, /__TBRL_0+__ 0 - \/forged/);
+    assert.equal((await sb.exec('pwd')).output, '/tmp\n');
+    return `${reads.length} reads: no nonce; forged frame kept as output, exit 1 and cwd /tmp recorded`;
+  } finally {
+    await sb.close();
+  }
+});
+
+chaosCase('agent: deleted cwd then `exit`; `exec sleep 0`; `kill -9 $$`; `rm -rf` of the workdir then exit', 'every next command runs (in /app, or / when /app is gone) with a note saying what happened', async () => {
+  const sb = await sandbox();
+  const said: string[] = [];
+  try {
+    await sb.exec('mkdir -p /tmp/gone && cd /tmp/gone && rmdir /tmp/gone');
+    let r = await sb.exec('pwd');
+    assert.match(r.output, /\[note: the working directory \/tmp\/gone no longer exists; the command runs in \/app\]\n\/app\n/);
+    said.push('rmdir cwd → /app with note');
+    await sb.exec('mkdir -p /tmp/gone && cd /tmp/gone && rmdir /tmp/gone && exit');
+    r = await sb.exec('cd / && pwd');
+    assert.equal(r.exitCode, 0, r.output);
+    said.push('rmdir + exit → next command ran');
+    for (const attack of ['exec sleep 0', 'kill -9 $$']) {
+      const killed = await sb.exec(attack);
+      assert.match(killed.output, /the shell exited/);
+      r = await sb.exec('pwd');
+      assert.equal(r.exitCode, 0);
+      assert.match(r.output, /\/\n$|\/app\n$/);
+      said.push(`${attack} → shell respawned`);
+    }
+    await sb.exec('cd /app && rm -rf /app && exit');
+    r = await sb.exec('pwd');
+    assert.equal(r.exitCode, 0, r.output);
+    assert.match(r.output, /\[note: .*no longer exists.*\]\n\/\n/);
+    said.push('workdir removed → / with note');
+    return said.join('; ');
+  } finally {
+    await sb.close();
+  }
+});
+
+chaosCase('agent: `kill -9 -1` (every process the container runs)', 'the shell comes back with a note, or the run ends with a typed error naming the cause', async () => {
+  const sb = await sandbox();
+  try {
+    const r = await sb.exec('kill -9 -1', { timeoutMs: 15_000 }).catch((err: unknown) => err);
+    if (r instanceof Error) {
+      assert.ok(r instanceof TbrlError, `untyped: ${String(r)}`);
+      return `typed error ${r.code}: ${r.message.split('\n')[0].slice(0, 80)}`;
+    }
+    // The container may take a moment to stop: up to three commands until one answers or a typed error names the cause.
+    for (let i = 0; i < 3; i++) {
+      const next: unknown = await sb.exec('echo alive', { timeoutMs: 15_000 }).catch((err: unknown) => err);
+      if (next instanceof Error) {
+        assert.ok(next instanceof TbrlError, `untyped: ${String(next)}`);
+        assert.match(next.message, /kill -9 -1|killed/, 'the cause is not named');
+        return `command ${i + 1} after it: typed error ${next.code}: ${next.message.split('\n')[0].slice(0, 140)}`;
+      }
+      if (/alive/.test((next as { output: string }).output)) return 'shell respawned; next command answered';
+    }
+    return assert.fail('three commands after `kill -9 -1` neither ran nor failed with a typed error');
+  } finally {
+    await sb.close();
+  }
+});
+
+chaosCase('agent: kill -9 the tracer (strace is visible in the agent\'s PID namespace)', 'the command says so, later commands run untraced in a fresh shell, DepGPO falls back naming "tracer lost"', async () => {
+  const inner = await sandbox();
+  const sb = await createTracedSandbox(inner);
+  try {
+    assert.equal(sb.tracing.available, true, sb.tracing.reason);
+    const first = await sb.exec('echo one > /tmp/one', { trace: true, timeoutMs: 15_000 });
+    const kill = await sb.exec('kill -9 $(pgrep -x ld.so); echo done', { trace: true, timeoutMs: 15_000 });
+    assert.match(kill.output, /\[note: the tracer was killed/);
+    const later = await sb.exec('echo two > /tmp/two; cat /tmp/one /tmp/two', { trace: true, timeoutMs: 15_000 });
+    assert.equal(later.exitCode, 0);
+    assert.equal(later.output, 'one\ntwo\n');
+    assert.match(later.trace?.incomplete ?? '', /^tracer lost/);
+    const result = computeDepgpo({
+      commands: [first, kill, later].map((r, i) => ({ step: i, text: 'x', trace: r.trace })),
+      instruction: '',
+      stepTokens: [1, 1, 1],
+      verifier: { reads: ['/tmp/two'], writes: [], ports: [], processes: [] },
+    });
+    assert.match(result.fallback ?? '', /^tracer lost/);
+    return `note in output; next command ran (exit 0); DepGPO fallback: "${result.fallback!.slice(0, 60)}…"`;
+  } finally {
+    await sb.close();
+    await inner.close();
+  }
+}, { timeout: 120_000 });
+
+chaosCase('RPC: env-server `credit` with a command step of 4e9 (~300 bytes), then params of the wrong type', 'each answered -32602 naming the field within a second; the server lives on and answers initialize', async () => {
+  const proc = spawn(process.execPath, ['--import', 'tsx', CLI, 'env-server'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const replies: { id: number; error?: { code: number; data?: { field?: string } }; result?: unknown }[] = [];
+  let buf = '';
+  proc.stdout.on('data', (c: Buffer) => {
+    buf += c.toString();
+    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+      replies.push(JSON.parse(buf.slice(0, nl)));
+      buf = buf.slice(nl + 1);
+    }
+  });
+  const input = { commands: [{ step: 4e9, text: 'ls', trace: { reads: [], writes: [], stdoutValues: [], ports: [], processes: [] } }], instruction: 'x', stepTokens: [10], verifier: { reads: [], writes: [], ports: [], processes: [] } };
+  const started = Date.now();
+  proc.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'credit', params: { input } }) + '\n');
+  proc.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'credit', params: { input: { ...input, commands: { step: 1 } } } }) + '\n');
+  proc.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'step', params: [1] }) + '\n');
+  proc.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'initialize' }) + '\n');
+  while (replies.length < 4 && Date.now() - started < 30_000) await new Promise((r) => setTimeout(r, 50));
+  proc.stdin.end();
+  await new Promise((r) => proc.on('exit', r));
+  assert.deepEqual(replies.slice(0, 3).map((r) => [r.id, r.error?.code, r.error?.data?.field]), [
+    [1, -32602, 'params.input.commands[0].step'],
+    [2, -32602, 'params.input.commands'],
+    [3, -32602, 'params'],
+  ]);
+  assert.ok(replies[3].result, 'the server died');
+  return `3 × -32602 naming the field, then initialize answered (${Date.now() - started} ms in all, including start-up)`;
+});
+
+chaosCase('build context: a 9 GiB (sparse) file in the task directory', 'refused before anything is read, naming the file and suggesting .dockerignore', async () => {
+  const ctx = join(scratch, 'big-ctx');
+  mkdirSync(ctx);
+  writeFileSync(join(ctx, 'Dockerfile'), 'FROM debian:bookworm-slim\n');
+  const fd = openSync(join(ctx, 'weights.bin'), 'w');
+  ftruncateSync(fd, 9 * 1024 ** 3);
+  closeSync(fd);
+  const before = process.memoryUsage().rss;
+  await assert.rejects(buildTaskImage(provider.connection, { context: ctx, dockerfile: 'Dockerfile' }, {}, {}), (err: unknown) => {
+    assert.ok(err instanceof TbrlError && err.code === 'BUILD_CONTEXT_FILE_TOO_LARGE', String(err));
+    assert.match(err.message, /weights\.bin/);
+    assert.match(err.message, /\.dockerignore/);
+    return true;
+  });
+  const grew = (process.memoryUsage().rss - before) / 1024 ** 2;
+  return `BUILD_CONTEXT_FILE_TOO_LARGE naming weights.bin, fix: .dockerignore; RSS +${grew.toFixed(0)} MiB`;
+});
+
+chaosCase('trajectory: well-formed JSON of the wrong shape (a step whose actions is an object) to replay, graph, credit, export-labels', 'exit 1 with trajectory-shape naming line 2 and the field, never a TypeError', async () => {
+  const good = readFileSync(join(scratch, 'ws-cap-run', 'trajectory.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  good[1] = { ...good[1], actions: { kind: 'bash' } };
+  const file = join(scratch, 'wrong-shape.jsonl');
+  writeFileSync(file, good.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  const said: string[] = [];
+  for (const argv of [['replay', file], ['graph', file], ['credit', file, '-o', join(scratch, 'c.json')], ['export-labels', file, '-o', join(scratch, 'labels.jsonl')]]) {
+    const { code, out } = await cli(argv);
+    assert.equal(code, 1, `${argv[0]}: ${out}`);
+    assert.match(out, /line 2: field actions must be an array, got object/);
+    assert.doesNotMatch(out, /TypeError/);
+    said.push(argv[0]);
+  }
+  return `${said.join(', ')}: "line 2: field actions must be an array"`;
+});
