@@ -33,6 +33,9 @@ export function buildEvalBundle(job: JobConfig, trials: TrialSpec[], cluster: Ra
     { path: 'package.json', data: Buffer.from(JSON.stringify({ name: 'tbrl-studio', private: true }) + '\n') },
     { path: 'dist/cli.js', data: readFileSync(cli) },
     { path: RAY_DRIVER_FILE, data: Buffer.from(RAY_DRIVER_SOURCE) },
+    // dist/cli.js leaves ssh2 external (docker-modem requires it at load, only for ssh:// daemons); nodes get a stand-in that says so.
+    { path: 'node_modules/ssh2/package.json', data: Buffer.from(JSON.stringify({ name: 'ssh2', version: '0.0.0-tbrl-standin', main: 'index.js' }) + '\n') },
+    { path: 'node_modules/ssh2/index.js', data: Buffer.from("class Client { constructor() { throw new Error('ssh:// Docker hosts are not supported on tbrl eval --ray nodes (no ssh2 in the bundle); use the node\\'s local socket.'); } }\nmodule.exports = { Client };\n") },
   ];
   for (const [dir, prefix] of [[join(root, 'dist', 'prompts'), 'dist/prompts'], [join(root, 'sandbox'), 'sandbox']] as const) {
     for (const f of walk(dir)) entries.push({ path: `${prefix}/${relative(dir, f).split(sep).join('/')}`, data: readFileSync(f) });
@@ -171,6 +174,7 @@ function recordFrom(spec: TrialSpec, result: RayTrialResult): TrialRecord {
     }
   }
   const now = new Date().toISOString();
-  const cause = result.error ?? (result.stderr?.trim().split('\n').pop() || `the node's orchestrator exited with code ${result.rc}`);
+  const lines = result.stderr?.trim().split('\n') ?? [];
+  const cause = result.error ?? (lines.find((l) => /error/i.test(l)) ?? lines.pop() ?? `the node's orchestrator exited with code ${result.rc}`);
   return { schema: TRIAL_SCHEMA, trial: spec.trial, task: spec.task.name, attempt: spec.attempt, outcome: { class: 'environment_error', cause: `on Ray node ${result.node ?? '?'}: ${cause}` }, tokens: { prompt: 0, completion: 0 }, wallSec: 0, startedAt: now, endedAt: now, retries: spec.retries, ...(result.node ? { node: result.node } : {}) };
 }

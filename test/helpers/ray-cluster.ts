@@ -1,0 +1,105 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+/**
+ * A real local multi-node Ray cluster for the eval tests and benchmark: a head and worker nodes
+ * started with `ray start --block` on this machine, each on its own ports (from `basePort`, 40 ports
+ * in all) so nothing else's Ray is touched. Worker nodes carry the `docker` custom resource; the head
+ * has none, so trials land only on workers. Stopped by the PIDs of its own processes, never `ray stop`.
+ */
+export interface LocalRayCluster {
+  dashboard: string;
+  nodes: Array<{ name: string; starter: ChildProcess }>;
+  /** SIGKILLs the raylet of worker node i (1-based): the node is lost as if the machine went away. */
+  killWorkerRaylet(i: number): number;
+  stop(): Promise<void>;
+}
+
+const VENV = resolve('.venv/ray');
+
+function descendants(pid: number): number[] {
+  const out: number[] = [];
+  const children = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).stdout.split('\n').map((s) => Number(s.trim())).filter((n) => n > 0);
+  for (const c of children) out.push(c, ...descendants(c));
+  return out;
+}
+
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return '';
+  }
+}
+
+export async function startLocalRayCluster(options: { basePort?: number; workers?: number; dockerSlots?: number } = {}): Promise<LocalRayCluster> {
+  const base = options.basePort ?? Number(process.env.TBRL_EVAL_RAY_BASE_PORT ?? 44000);
+  const workers = options.workers ?? 2;
+  const temp = `/tmp/tbrl-eval-ray-${base}`;
+  mkdirSync(temp, { recursive: true });
+  const env = { ...process.env, PATH: `${VENV}/bin:${process.env.PATH}`, RAY_USAGE_STATS_ENABLED: '0' };
+  const nodes: LocalRayCluster['nodes'] = [];
+  const common = ['--node-ip-address', '127.0.0.1', '--num-gpus', '0', '--object-store-memory', '100000000', '--disable-usage-stats', '--block'];
+  const ports = (i: number): string[] => {
+    const p = base + 10 + i * 10;
+    return ['--node-manager-port', String(p), '--object-manager-port', String(p + 1), '--dashboard-agent-listen-port', String(p + 2), '--dashboard-agent-grpc-port', String(p + 3), '--metrics-export-port', String(p + 4), '--runtime-env-agent-port', String(p + 5), '--min-worker-port', String(p + 6), '--max-worker-port', String(p + 9)];
+  };
+  const start = (name: string, args: string[]): void => {
+    const starter = spawn(join(VENV, 'bin', 'ray'), ['start', ...args, ...common], { env, stdio: 'ignore', detached: false });
+    nodes.push({ name, starter });
+  };
+  const dashboard = `http://127.0.0.1:${base + 1}`;
+  start('head', ['--head', '--port', String(base), '--dashboard-host', '127.0.0.1', '--dashboard-port', String(base + 1), '--ray-client-server-port', String(base + 2), '--temp-dir', temp, '--num-cpus', '1', '--include-dashboard', 'true', ...ports(0)]);
+  await waitFor(async () => (await fetch(`${dashboard}/api/version`).catch(() => undefined))?.ok === true, 90_000, 'the Ray head dashboard');
+  for (let i = 1; i <= workers; i++) start(`worker-${i}`, ['--address', `127.0.0.1:${base}`, '--num-cpus', '1', '--resources', JSON.stringify({ docker: options.dockerSlots ?? 4 }), ...ports(i)]);
+  await waitFor(async () => aliveDockerNodes(dashboard).then((n) => n >= workers), 90_000, `${workers} worker nodes with the docker resource`);
+  return {
+    dashboard,
+    nodes,
+    killWorkerRaylet(i) {
+      const node = nodes.find((n) => n.name === `worker-${i}`)!;
+      const raylet = descendants(node.starter.pid!).find((p) => /\braylet\b/.test(commandOf(p).split(' ')[0]));
+      if (!raylet) throw new Error(`no raylet under worker-${i}`);
+      process.kill(raylet, 'SIGKILL');
+      return raylet;
+    },
+    async stop() {
+      // Every process the starters spawned (raylets, GCS, dashboard, workers), then the starters.
+      const all = nodes.flatMap((n) => [...descendants(n.starter.pid!), n.starter.pid!]);
+      for (const pid of all) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+      }
+      // Workers re-parented to init when their raylet died are found by the temp dir in their command line.
+      for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number)) {
+        if (commandOf(pid).includes(temp)) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            /* gone */
+          }
+        }
+      }
+    },
+  };
+}
+
+export async function aliveDockerNodes(dashboard: string): Promise<number> {
+  const res = await fetch(`${dashboard}/api/v0/nodes`).catch(() => undefined);
+  if (!res?.ok) return 0;
+  const body = (await res.json()) as { data?: { result?: { result?: Array<{ state?: string; resources_total?: Record<string, number> }> } } };
+  return (body.data?.result?.result ?? []).filter((n) => n.state === 'ALIVE' && (n.resources_total?.docker ?? 0) > 0).length;
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
