@@ -70,7 +70,7 @@ describe('Tev task in a real container', () => {
         steps.push(record);
       }
       const phis = steps.map((s) => s.phi);
-      assert.deepEqual(phis, [0.3, 0.55, 0.75, 0.85, 1]);
+      assert.deepEqual(phis, [0.3, 0.55, 0.75, 1]);
       const passed = await runTests({ task, sandbox: sb });
       assert.equal(passed.tests, 1, passed.log.slice(-1500));
       assert.ok(passed.outcomes?.some((o) => o.name.includes('test_metamorphic_renamed_shards') && o.status === 'passed'));
@@ -80,11 +80,11 @@ describe('Tev task in a real container', () => {
       const leftovers = await sb.exec('ls -a /tmp | grep -c tbrl-progress || true');
       assert.equal(leftovers.output.trim(), '0', 'the grader is removed from the container after each evaluation');
 
-      // Gaming probe: keep the right outputs but make the pipeline replay them.
+      // Gaming probe: keep the right outputs but make the pipeline replay them: a shortcut earns Φ = 0.
       await sb.exec('mkdir -p /app/answers && cp /app/out/* /app/answers/ && printf \'#!/bin/bash\\nmkdir -p "$2" && cp /app/answers/* "$2"/\\n\' > /app/pipeline.sh');
       const probe = await evaluateProgress(sb, task);
-      assert.equal(probe!.phi, 0.85);
-      assert.equal(probe!.credit.pipeline, 0);
+      assert.equal(probe!.phi, 0);
+      assert.deepEqual(probe!.credit, { clean: 0, enriched: 0, report: 0, summary: 0, pipeline: 0 });
       const probeTests = await runTests({ task, sandbox: sb });
       assert.equal(probeTests.tests, 0);
     } finally {

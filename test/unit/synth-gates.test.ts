@@ -19,6 +19,7 @@ import { UsageError } from '../../src/cli/command';
 import { loadTask } from '../../src/core/tasks/load';
 import { staticCheckTask } from '../../src/core/tasks/static-checks';
 import { validateTask } from '../../src/core/tasks/validate';
+import { applyPprs } from '../../src/core/synth/progress';
 
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-synth-unit-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -63,16 +64,19 @@ describe('tbrl synth with host gates', () => {
     for (const name of ['round-trip', 'faults-reversible', 'share-no-code', 'no-leak', 'phi-monotone', 'phi-partial-inside', 'reference-phi-1', 'reference-passes', 'gaming-probes']) {
       assert.equal(entry.gates.find((g: { name: string }) => g.name === name)?.passed, true, name);
     }
-    assert.deepEqual(entry.referencePhi, [0, 0.3, 0.55, 0.75, 0.85, 1]);
-    assert.ok(entry.probes.length >= 14);
-    for (const p of entry.probes) {
-      assert.equal(p.verifierPassed, false, p.name);
-      assert.ok(p.phi < 1, `${p.name}: Φ=${p.phi}`);
-    }
-    assert.ok(entry.probes.some((p: { phi: number }) => p.phi > 0), 'some probes earn partial progress: Φ is not all-or-nothing');
+    assert.deepEqual(entry.referencePhi, [0, 0.3, 0.55, 0.75, 1]);
+    const shortcuts = entry.probes.filter((p: { kind: string }) => p.kind === 'shortcut');
+    assert.ok(shortcuts.length >= 14);
+    for (const p of entry.probes) assert.equal(p.verifierPassed, false, p.name);
+    for (const p of shortcuts) assert.equal(p.phi, 0, `shortcut ${p.name}: Φ=${p.phi}`);
+    const nearMisses = entry.probes.filter((p: { kind: string }) => p.kind === 'near-miss');
+    for (const p of nearMisses) assert.ok(p.phi < 1, `near miss ${p.name}: Φ=${p.phi}`);
+    assert.ok(nearMisses.some((p: { phi: number }) => p.phi > 0), 'near misses of an honest pipeline earn partial progress: Φ is not all-or-nothing');
+    const gates = JSON.parse(readFileSync(join(out, 'tev-data-eng-unit-s9', 'tests', 'gates.json'), 'utf8'));
+    assert.deepEqual(gates.probes.map((p: { name: string; kind: string }) => p.kind), entry.probes.map((p: { kind: string }) => p.kind), 'gates.json labels each probe with its kind');
     const task = await loadTask(join(out, 'tev-data-eng-unit-s9'));
     assert.equal(task.format, 'terminal-bench');
-    assert.deepEqual(task.testWeights, { test_outputs_exact: 0, test_entry_point_exists: 0, test_metamorphic_renamed_shards: 0, test_counterfactual_extra_record: 0, test_strict_verdict: 1 });
+    assert.deepEqual(task.testWeights, { test_outputs_exact: 0, test_entry_point_exists: 0, test_inputs_untouched: 0, test_metamorphic_renamed_shards: 0, test_counterfactual_extra_record: 0, test_strict_verdict: 1 });
     assert.ok(readFileSync(join(task.tests.dir, 'progress.json'), 'utf8').includes('"lambda": 0.25'));
     assert.ok(task.tags.includes('tev'));
   });
@@ -102,9 +106,32 @@ describe('tbrl synth with host gates', () => {
       assert.notDeepEqual(treeOf(a), treeOf(c));
       const task = await loadTask(a);
       assert.equal(task.format, format);
-      assert.ok(readFileSync(join(task.tests.dir, 'progress.py'), 'utf8').includes('def pipeline_credit'));
+      assert.ok(readFileSync(join(task.tests.dir, 'progress.py'), 'utf8').includes('def follows_holdout'));
       assert.deepEqual(await staticCheckTask(task), [], 'the task passes tbrl validate\'s static checks');
     }
+  });
+});
+
+describe('PPRS cannot be gamed (issue #20)', () => {
+  it('the four correct outputs written by hand earn reward 0; an honest partial run earns λΦ > 0', async () => {
+    const t = synthesize({ domain: 'data-eng', tier: 'unit', seed: 4 });
+    const r = await runGates(t, { probes: (name) => name === 'hard-coded-outputs-no-pipeline' || name === 'edited-inputs' });
+    assert.equal(r.passed, true, JSON.stringify(r.gates.filter((g) => !g.passed)));
+    const gamed = r.probes.find((p) => p.name === 'hard-coded-outputs-no-pipeline')!;
+    assert.equal(gamed.phi, 0, 'no Φ for outputs the asked pipeline did not produce');
+    assert.equal(applyPprs({ tests: 0, weights: { tests: 1, judge: 0 }, total: 0 }, gamed.phi).total, 0);
+    assert.equal(r.probes.find((p) => p.name === 'edited-inputs')!.phi, 0, 'editing /app/data voids all credit');
+    // After the first reference step only the clean file exists, written by a pipeline.sh that does only that.
+    const partial = r.referencePhi[1];
+    assert.equal(partial, 0.3);
+    assert.equal(applyPprs({ tests: 0, weights: { tests: 1, judge: 0 }, total: 0 }, partial).total, 0.075);
+  });
+
+  it('a grader that pays for artifacts without evidence is rejected by the probe gate', async () => {
+    const t = broken((x) => { x.taskFiles['tests/progress.py'] = x.taskFiles['tests/progress.py'].replace('raw[ident] = artifact[ident] if proof else 0.0', 'raw[ident] = artifact[ident]'); });
+    const r = await runGates(t, { probes: (name) => name === 'hard-coded-outputs-no-pipeline' });
+    assert.equal(gate(r, 'gaming-probes')!.passed, false);
+    assert.match(gate(r, 'gaming-probes')!.detail, /hard-coded-outputs-no-pipeline: graders disagree on node clean/);
   });
 });
 

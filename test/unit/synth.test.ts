@@ -16,7 +16,7 @@ import { applyPprs } from '../../src/core/synth/progress';
 import { tableCredit } from '../../src/core/synth/ts-grader';
 import { checkNoSharedCode } from '../../src/core/synth/noshare';
 import { synthesize } from '../../src/core/synth/generate';
-import { buildProbes } from '../../src/core/synth/probes';
+import { buildProbes, NEAR_MISS_PATCHES } from '../../src/core/synth/probes';
 import { FAULT_CLASSES, type World } from '../../src/core/synth/types';
 import { TbrlError } from '../../src/core/errors';
 
@@ -69,7 +69,7 @@ describe('latent world', () => {
 
   it('rejects bad seeds and unknown domains with a fix', () => {
     assert.throws(() => drawWorld(DATA_ENGINEERING, 'unit', -1), /seed must be an integer/);
-    assert.throws(() => domainByName('weather'), (e: unknown) => e instanceof TbrlError && /data-eng, log-forensics/.test(e.fix ?? ""));
+    assert.throws(() => domainByName('weather'), (e: unknown) => e instanceof TbrlError && /data-eng/.test(e.fix ?? "") && /quantum/.test(e.fix ?? ""));
   });
 });
 
@@ -160,9 +160,9 @@ describe('progress contract', () => {
     version: 1,
     lambda: 0.25,
     nodes: [
-      { id: 'a', weight: 0.5, preconditions: [], artifact: 'x', description: '', stages: [] },
-      { id: 'b', weight: 0.25, preconditions: ['a'], artifact: 'y', description: '', stages: [] },
-      { id: 'c', weight: 0.25, preconditions: ['b'], artifact: 'z', description: '', stages: [] },
+      { id: 'a', weight: 0.5, preconditions: [], artifact: 'x', description: '', stages: [], evidence: [] },
+      { id: 'b', weight: 0.25, preconditions: ['a'], artifact: 'y', description: '', stages: [], evidence: [] },
+      { id: 'c', weight: 0.25, preconditions: ['b'], artifact: 'z', description: '', stages: [], evidence: [] },
     ],
   };
 
@@ -258,13 +258,32 @@ describe('synthesis', () => {
     assert.deepEqual(JSON.parse(t.taskFiles['tests/coverage.json']), t.labels);
   });
 
-  it('has at least 14 gaming probes for every task, more with faults', () => {
+  it('has at least 14 shortcut probes for every task, and a near miss per fault class present', () => {
     for (const faultCount of [0, 6]) {
       const t = synthesize({ domain: 'data-eng', tier: 'unit', seed: 2, faultCount });
-      const probes = buildProbes({ spec: t.spec, world: t.draw.world, faults: t.draw.faults, inputs: t.inputs, expected: t.expected });
-      assert.ok(probes.length >= 14 + (faultCount === 6 ? 5 : 0), `${probes.length} probes with ${faultCount} faults`);
+      const probes = buildProbes({ spec: t.spec, world: t.draw.world, faults: t.draw.faults, inputs: t.inputs, cleanInputs: t.cleanInputs, expected: t.expected });
+      assert.ok(probes.filter((p) => p.kind === 'shortcut').length >= 14, `${probes.length} probes with ${faultCount} faults`);
+      assert.equal(probes.filter((p) => p.kind === 'near-miss').length, 3 + (faultCount === 6 ? 5 : 0));
       assert.equal(new Set(probes.map((p) => p.name)).size, probes.length);
+      for (const name of ['hard-coded-outputs-no-pipeline', 'replay-pipeline', 'edited-inputs', 'stale-outputs-real-pipeline', 'partial-write-looks-complete', 'pipeline-ignores-output-dir', 'pipeline-ignores-input-dir']) {
+        assert.equal(probes.find((p) => p.name === name)?.kind, 'shortcut', name);
+      }
+      // Every near miss patches the reference pipeline; a patch whose target line is gone would make it a no-op.
+      const pipeline = t.steps[0].script;
+      for (const p of probes.filter((x) => x.kind === 'near-miss')) {
+        for (const patch of NEAR_MISS_PATCHES[p.name]) assert.ok(pipeline.includes(patch.find), `${p.name}: ${patch.find}`);
+      }
     }
+  });
+
+  it('declares the evidence each contract node needs besides its artifact', () => {
+    const t = synthesize({ domain: 'data-eng', tier: 'unit', seed: 2 });
+    for (const n of t.contract.nodes) assert.ok(n.evidence.includes('inputs-intact'), n.id);
+    for (const n of t.contract.nodes.filter((x) => x.id !== 'pipeline')) assert.deepEqual(n.evidence, ['inputs-intact', 'reproduced-by-entry', 'tracks-holdout']);
+    const progress = JSON.parse(t.taskFiles['tests/progress.json']);
+    assert.ok(Object.keys(progress.inputs.files).some((f: string) => f.startsWith('orders/')));
+    assert.deepEqual(Object.keys(progress.inputs.tables), ['products.db']);
+    assert.ok(progress.expected_holdout.clean.rows.length < progress.expected.clean.rows.length);
   });
 
   it('keeps expected answers out of the files the agent sees', () => {

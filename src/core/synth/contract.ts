@@ -14,7 +14,25 @@ export interface ContractNode {
   description: string;
   /** Workflow stages whose completion this node observes. */
   stages: string[];
+  /**
+   * What, besides the artifact itself, must hold for the node to earn credit: evidence that the
+   * artifact was produced the asked way. A node without evidence could be earned by writing the
+   * answer by hand, which is exactly what PPRS must not pay for.
+   */
+  evidence: EvidenceKind[];
 }
+
+/**
+ * - `inputs-intact`: every input file under the data directory is byte-identical to the one shipped
+ *   (SQLite tables compared row by row), and no file was added there.
+ * - `reproduced-by-entry`: the entry point, run on a private copy of the inputs, writes this very
+ *   artifact (no hand-written, copied, stale or partially overwritten outputs).
+ * - `tracks-holdout`: the entry point, run on the inputs without one partition, writes an artifact
+ *   that differs from the full one and holds none of the rows that only the dropped partition
+ *   explains (no replay of saved answers, no pipeline that ignores its input directory).
+ * - `recomputes-holdout`: the held-out run's report equals W's report without that partition.
+ */
+export type EvidenceKind = 'inputs-intact' | 'reproduced-by-entry' | 'tracks-holdout' | 'recomputes-holdout';
 
 export interface ProgressContract { version: 1; lambda: number; nodes: ContractNode[] }
 

@@ -1,6 +1,6 @@
 import { TbrlError } from '../errors';
 import { computeOutputs, csvText, summaryText, basename } from './expected';
-import { indexPath, latePath, parseShardRecords, renderFactLine, shardKeys, sqlSource } from './render';
+import { indexPath, latePath, parseShardRecords, renderFactLine, shardKeys, dimBSource } from './render';
 import type { DomainSpec, FileMap, TableFormat, World } from './types';
 import { FAULT_ORDER, type FaultSpec } from './world';
 
@@ -57,12 +57,17 @@ function driftNames(ctx: Ctx, fault: Extract<FaultSpec, { class: 'schema-drift' 
 
 function categoryLineIndex(ctx: Ctx, lines: string[], id: string): number {
   const d = ctx.spec.dimB;
-  const i = lines.findIndex((l) => (d.format === 'sql' ? l.startsWith(`INSERT INTO ${d.table} VALUES ('${id}', `) : l.startsWith(`${id}\t`)));
+  const i = lines.findIndex((l) => (d.format === 'sql' ? l.startsWith(`INSERT INTO ${d.table} VALUES ('${id}', `) : d.format === 'safetensors' ? l.startsWith(`{"${d.id}":"${id}",`) : l.startsWith(`${id}\t`)));
   if (i < 0) throw new TbrlError('SYNTH_FAULT', `no ${d.noun} row ${id} to drift`, 'draw category drift from the rendered world.');
   return i;
 }
 
 function setCategory(ctx: Ctx, line: string, text: string): string {
+  if (ctx.spec.dimB.format === 'safetensors') {
+    const row = JSON.parse(line) as Record<string, unknown>;
+    row[ctx.spec.dimB.category] = text;
+    return JSON.stringify(row);
+  }
   if (ctx.spec.dimB.format === 'sql') return line.replace(/^(INSERT INTO \w+ VALUES \('(?:[^']|'')*', )'(?:[^']|'')*'/, (_, head: string) => `${head}'${text.replace(/'/g, "''")}'`);
   const cells = line.split('\t');
   cells[1] = text;
@@ -123,7 +128,7 @@ export function applyFault(spec: DomainSpec, world: World, fault: FaultSpec, inp
       return files;
     }
     case 'category-drift': {
-      const path = spec.dimB.format === 'sql' ? sqlSource(spec) : spec.dimB.file;
+      const path = dimBSource(spec);
       const lines = split(get(files, path));
       for (const v of fault.variants) {
         const i = categoryLineIndex(ctx, lines, v.id);
@@ -181,7 +186,7 @@ export function revertFault(spec: DomainSpec, world: World, fault: FaultSpec, in
       return files;
     }
     case 'category-drift': {
-      const path = spec.dimB.format === 'sql' ? sqlSource(spec) : spec.dimB.file;
+      const path = dimBSource(spec);
       const lines = split(get(files, path));
       for (const v of fault.variants) {
         const i = categoryLineIndex(ctx, lines, v.id);

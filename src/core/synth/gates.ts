@@ -1,4 +1,4 @@
-import { rm, writeFile, mkdir, chmod } from 'node:fs/promises';
+import { chmod, cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../errors';
@@ -8,8 +8,8 @@ import { applyFault, revertFault, revertFaults } from './faults';
 import type { SynthesizedTask } from './generate';
 import { runProcess, scratchDir, writeFiles } from './host';
 import { checkNoSharedCode, type ShareFinding } from './noshare';
-import { buildProbes } from './probes';
-import { BUILD_DB_SCRIPT, parseDimBRows, parseWorld, sqlSource } from './render';
+import { buildProbes, type Probe, type ProbeKind } from './probes';
+import { BUILD_DB_SCRIPT, dimBBuilt, dimBSource, parseDimBRows, parseWorld, safetensorsBytes } from './render';
 import { SOLVER_PRELUDE } from './solver-program';
 import { gradeInTypeScript } from './ts-grader';
 
@@ -18,11 +18,12 @@ import { gradeInTypeScript } from './ts-grader';
  * programs run exactly as they will in the container (paths come from TBRL_APP / --root). A task
  * that fails any gate is not written.
  */
-export const MIN_PROBES = 14;
+/** Shortcut probes every task must reject with Φ = 0 (issue #20: at least 14 per domain). */
+export const MIN_SHORTCUT_PROBES = 14;
 
 export interface GateResult { name: string; passed: boolean; detail: string }
 
-export interface ProbeResult { name: string; verifierPassed: boolean; phi: number }
+export interface ProbeResult { name: string; kind: ProbeKind; verifierPassed: boolean; phi: number }
 
 export interface GateReport {
   task: string;
@@ -83,8 +84,8 @@ async function runStep(app: string, script: string): Promise<void> {
   if (r.code !== 0) throw new Error(`reference step failed (exit ${r.code}): ${r.stderr.slice(-600)}`);
 }
 
-async function applyProbe(app: string, files: Record<string, string | null>): Promise<void> {
-  for (const [path, text] of Object.entries(files)) {
+async function applyProbe(app: string, probe: Probe): Promise<void> {
+  for (const [path, text] of Object.entries(probe.files)) {
     const target = join(app, path);
     if (text === null) await rm(target, { recursive: true, force: true });
     else {
@@ -93,6 +94,7 @@ async function applyProbe(app: string, files: Record<string, string | null>): Pr
       if (path.endsWith('.sh')) await chmod(target, 0o755);
     }
   }
+  if (probe.after) await runStep(app, probe.after);
 }
 
 export function staticGates(t: SynthesizedTask): GateResult[] {
@@ -146,6 +148,8 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
   const referencePhi: number[] = [];
   const probes: ProbeResult[] = [];
   const scratch = await scratchDir('tbrl-synth-gate-');
+  // The finished reference workspace, copied for probes that start from it (the steps run once).
+  let referenceRoot: string | undefined;
   try {
     // Reference solution, step by step.
     try {
@@ -165,31 +169,42 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
       const final = referencePhi[referencePhi.length - 1];
       gates.push({ name: 'reference-phi-1', passed: Math.abs(final - 1) < 1e-9, detail: `Φ(s_T) = ${final}` });
       const verdict = await verifyOnHost(root, app, python);
+      referenceRoot = root;
       gates.push({ name: 'reference-passes', passed: verdict.passed, detail: verdict.passed ? 'strict verifier passes the reference' : verdict.log.slice(-1200) });
     } catch (err) {
       gates.push({ name: 'reference-runs', passed: false, detail: errorMessage(err) });
     }
     if (options.probes !== false) {
-      const all = buildProbes({ spec: t.spec, world: t.draw.world, faults: t.draw.faults, inputs: t.inputs, expected: t.expected });
+      const all = buildProbes({ spec: t.spec, world: t.draw.world, faults: t.draw.faults, inputs: t.inputs, cleanInputs: t.cleanInputs, expected: t.expected });
       const list = typeof options.probes === 'function' ? all.filter((p) => (options.probes as (n: string) => boolean)(p.name)) : all;
+      // Near misses must stay strictly below the honest final state.
+      const honest = referencePhi.length > 0 ? referencePhi[referencePhi.length - 1] : 1;
       const failures: string[] = [];
       for (const probe of list) {
         const root = join(scratch.dir, `probe-${probe.name}`);
         try {
-          const app = await prepare(t, root, python);
-          await applyProbe(app, probe.files);
+          let app: string;
+          if (probe.reference) {
+            if (!referenceRoot) throw new Error('the reference solution did not run, so this probe has no workspace to start from');
+            await cp(referenceRoot, root, { recursive: true, verbatimSymlinks: true });
+            app = join(root, 'app');
+          } else app = await prepare(t, root, python);
+          await applyProbe(app, probe);
           const phi = (await gradeOnHost(t, root, app, python)).phi;
           const verdict = await verifyOnHost(root, app, python);
-          probes.push({ name: probe.name, verifierPassed: verdict.passed, phi });
-          if (verdict.passed) failures.push(`${probe.name} passes the strict verifier`);
-          if (phi >= 1 - 1e-9) failures.push(`${probe.name} reaches Φ=${phi}`);
+          probes.push({ name: probe.name, kind: probe.kind, verifierPassed: verdict.passed, phi });
+          if (verdict.passed) failures.push(`${probe.kind} ${probe.name} passes the strict verifier`);
+          if (probe.kind === 'shortcut' && phi !== 0) failures.push(`shortcut ${probe.name} earns Φ=${phi} (must be exactly 0)`);
+          if (probe.kind === 'near-miss' && !(phi < honest - 1e-9)) failures.push(`near miss ${probe.name} earns Φ=${phi}, not below the honest ${honest}`);
         } catch (err) {
           failures.push(`${probe.name}: ${errorMessage(err)}`);
         } finally {
           await rm(root, { recursive: true, force: true });
         }
       }
-      gates.push({ name: 'gaming-probes', passed: failures.length === 0 && all.length >= MIN_PROBES, detail: failures.length ? failures.join('; ') : `${list.length} of ${all.length} probes run: verifier 0, Φ < 1` });
+      const shortcuts = all.filter((p) => p.kind === 'shortcut').length;
+      if (shortcuts < MIN_SHORTCUT_PROBES) failures.push(`only ${shortcuts} shortcut probes (at least ${MIN_SHORTCUT_PROBES})`);
+      gates.push({ name: 'gaming-probes', passed: failures.length === 0, detail: failures.length ? failures.join('; ') : `${list.length} of ${all.length} probes run (${shortcuts} shortcuts at Φ = 0, the rest near misses below Φ = ${honest}); the verifier fails all` });
     }
   } finally {
     await scratch.dispose();
@@ -197,13 +212,17 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
   return { task: t.id, passed: gates.every((g) => g.passed), gates, referencePhi, probes, durationMs: Date.now() - started };
 }
 
-/** The database built from the SQL script holds exactly the rows the script declares. */
+/** The binary built from its text source (SQLite or safetensors) holds exactly the rows the source declares. */
 async function sqliteRoundTrip(t: SynthesizedTask, app: string, python: string): Promise<void> {
-  if (t.spec.dimB.format !== 'sql') return;
   const d = t.spec.dimB;
-  const r = await runProcess([python, '-c', `import json,sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nprint(json.dumps(c.execute("SELECT ${d.id}, ${d.category}, ${d.unit} FROM ${d.table} ORDER BY rowid").fetchall()))`, join(app, d.file)]);
+  if (!dimBBuilt(t.spec)) return;
+  const reader = d.format === 'sql'
+    ? `import json,sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nprint(json.dumps(c.execute("SELECT ${d.id}, ${d.category}, ${d.unit} FROM ${d.table} ORDER BY rowid").fetchall()))`
+    : `import json,struct,sys\nb=open(sys.argv[1],"rb").read()\nn=struct.unpack("<Q",b[:8])[0]\nh=json.loads(b[8:8+n])\nm=h["__metadata__"]\nt=h[${JSON.stringify(d.unit)}]\nu=struct.unpack("<%dq"%t["shape"][0],b[8+n+t["data_offsets"][0]:8+n+t["data_offsets"][1]])\nprint(json.dumps([list(r) for r in zip(json.loads(m["ids"]),json.loads(m["categories"]),u)]))`;
+  const r = await runProcess([python, '-c', reader, join(app, d.file)]);
   if (r.code !== 0) throw new Error(`reading ${d.file} back failed: ${r.stderr.slice(-400)}`);
   const rows = (JSON.parse(r.stdout) as [string, string, number][]).map(([id, category, unit]) => ({ id, category, unit }));
-  if (!isDeepStrictEqual(rows, parseDimBRows(t.spec, t.inputs[sqlSource(t.spec)]))) throw new Error(`${d.file} does not hold the rows of its SQL script`);
+  const declared = parseDimBRows(t.spec, t.inputs[dimBSource(t.spec)]);
+  if (!isDeepStrictEqual(rows, declared)) throw new Error(`${d.file} does not hold the rows of its source`);
+  if (d.format === 'safetensors' && !(await readFile(join(app, d.file))).equals(safetensorsBytes(t.spec, declared))) throw new Error(`${d.file} built in the image differs byte for byte from the shard the digest describes`);
 }
-

@@ -1,12 +1,13 @@
+import { createHash } from 'node:crypto';
 import { compileWorkflow, type Workflow } from './dag';
 import { domainByName } from './domains';
-import { checkContract, PPRS_LAMBDA, type ProgressContract } from './contract';
+import { checkContract, PPRS_LAMBDA, type EvidenceKind, type ProgressContract } from './contract';
 import { basename, computeOutputs, type Outputs } from './expected';
 import { applyFaults, cacheDir } from './faults';
 import { PROGRESS_PY } from './grader-program';
-import { BUILD_DB_SCRIPT, indexPath, latePath, renderFactLine, renderWorld, shardKeys, sqlSource } from './render';
+import { BUILD_DB_SCRIPT, dimBBuilt, dimBSource, indexPath, latePath, parseDimBRows, renderFactLine, renderWorld, safetensorsBytes, shardKeys } from './render';
 import { solutionScript, solverSteps, type SolverStep } from './solver-program';
-import { verifierProgram, VERIFIER_WEIGHTS } from './verifier-program';
+import { verifierProgram, VERIFIER_TESTS, VERIFIER_WEIGHTS } from './verifier-program';
 import type { DomainSpec, FactRow, FileMap, ScaleTier } from './types';
 import { TB_COMPOSE } from '../tasks/scaffold';
 import { drawWorld, type Draw, type FaultSpec } from './world';
@@ -17,16 +18,37 @@ export interface SynthOptions { domain: string; tier: ScaleTier; seed: number; f
 /** The synthesis options a task was generated from, relative to the task's tests/ parent. */
 export const SYNTH_RECIPE_FILE = 'tests/synth.json';
 
+/**
+ * The 19 coverage axes every task is labelled on (tests/coverage.json). Four of them describe the
+ * horizon: stages on the critical path, estimated actions along it, DAG width, and total stages.
+ */
 export interface CoverageLabels {
+  /** Generator name in the registry (e.g. data-eng). */
   domain: string;
+  /** The Tev paper's domain (one of the seven). */
+  field: string;
+  subDomain: string;
   scale: ScaleTier;
   horizon: number;
+  horizonWorkload: number;
+  dagWidth: number;
+  stageCount: number;
   difficulty: Workflow['difficulty'];
   workflowStages: string[];
   criticalPath: string[];
-  faultClasses: string[];
+  /** Estimated actions per stage (the workload the horizon sums). */
+  stageWorkload: Record<string, number>;
+  toolCapabilities: string[];
   artifactRoles: Record<string, string>;
+  artifactFormats: string[];
+  relationTypes: string[];
+  faultClasses: string[];
+  verifierChecks: string[];
+  progressNodes: string[];
 }
+
+/** Axes counted in the corpus coverage table (single values or lists; maps are counted by value). */
+export const COVERAGE_AXES: ReadonlyArray<keyof CoverageLabels> = ['field', 'domain', 'subDomain', 'scale', 'horizon', 'horizonWorkload', 'dagWidth', 'stageCount', 'difficulty', 'workflowStages', 'criticalPath', 'stageWorkload', 'toolCapabilities', 'artifactRoles', 'artifactFormats', 'relationTypes', 'faultClasses', 'verifierChecks', 'progressNodes'];
 
 /** Everything a synthesised task is made of, before gates decide whether it is written. */
 export interface SynthesizedTask {
@@ -57,7 +79,7 @@ export function synthesize(options: SynthOptions): SynthesizedTask {
   const spec = domainByName(options.domain);
   const draw = drawWorld(spec, options.tier, options.seed, options.faultCount);
   const { world, faults } = draw;
-  const workflow = compileWorkflow(options.tier, faults.map((f) => f.class));
+  const workflow = compileWorkflow(options.tier, faults.map((f) => f.class), { partitions: world.partitions.length, facts: world.facts.length, dimA: world.dimA.length, dimB: world.dimB.length });
   const expected = computeOutputs(spec, world);
   const cleanInputs = renderWorld(spec, world);
   const inputs = applyFaults(spec, world, faults, cleanInputs);
@@ -69,21 +91,25 @@ export function synthesize(options: SynthOptions): SynthesizedTask {
     version: 1,
     lambda: PPRS_LAMBDA,
     nodes: [
-      { id: 'clean', weight: 0.3, preconditions: [], artifact: spec.out.clean, description: `deduplicated, complete ${spec.factNoun} in partition order`, stages: stagesOf(['locate-inputs', 'read-index', 'parse-shards', 'dedupe-and-merge', 'write-clean']) },
-      { id: 'enriched', weight: 0.25, preconditions: ['clean'], artifact: spec.out.enriched, description: `${spec.factNoun} joined to ${spec.dimA.noun} and ${spec.dimB.noun}`, stages: stagesOf(['load-dimension-a', 'load-dimension-b', 'join-dimensions', 'write-enriched']) },
-      { id: 'report', weight: 0.2, preconditions: ['enriched'], artifact: spec.out.report, description: 'the grouped report', stages: stagesOf(['aggregate', 'write-report']) },
-      { id: 'summary', weight: 0.1, preconditions: ['report'], artifact: spec.out.summary, description: 'summary counts', stages: ['write-summary'] },
-      { id: 'pipeline', weight: 0.15, preconditions: ['summary'], artifact: PIPELINE_ENTRY, description: 'a re-runnable pipeline that recomputes from its input', stages: ['package-pipeline'] },
+      { id: 'clean', weight: 0.3, preconditions: [], artifact: spec.out.clean, description: `deduplicated, complete ${spec.factNoun} in partition order`, stages: stagesOf(['locate-inputs', 'read-index', 'parse-shards', 'dedupe-and-merge', 'write-clean']), evidence: OUTPUT_EVIDENCE },
+      { id: 'enriched', weight: 0.25, preconditions: ['clean'], artifact: spec.out.enriched, description: `${spec.factNoun} joined to ${spec.dimA.noun} and ${spec.dimB.noun}`, stages: stagesOf(['load-dimension-a', 'load-dimension-b', 'join-dimensions', 'write-enriched']), evidence: OUTPUT_EVIDENCE },
+      { id: 'report', weight: 0.2, preconditions: ['enriched'], artifact: spec.out.report, description: 'the grouped report', stages: stagesOf(['aggregate', 'write-report']), evidence: OUTPUT_EVIDENCE },
+      { id: 'summary', weight: 0.1, preconditions: ['report'], artifact: spec.out.summary, description: 'summary counts', stages: ['write-summary'], evidence: OUTPUT_EVIDENCE },
+      { id: 'pipeline', weight: 0.15, preconditions: ['summary'], artifact: PIPELINE_ENTRY, description: 'a re-runnable pipeline that recomputes from its input', stages: ['package-pipeline'], evidence: ['inputs-intact', 'recomputes-holdout'] },
     ],
   };
   checkContract(contract);
 
   const holdout = world.partitions[draw.holdoutPartition];
-  const holdoutReport = computeOutputs(spec, world, world.facts.filter((f) => f.partition !== holdout.index)).report;
+  const held = computeOutputs(spec, world, world.facts.filter((f) => f.partition !== holdout.index));
+  const holdoutReport = held.report;
+  const inputsDigest = dataDigest(spec, inputs);
   const progressJson = {
     ...contract,
     outputs: { clean: spec.out.clean, enriched: spec.out.enriched, report: spec.out.report, summary: spec.out.summary },
     expected: { clean: table(expected.clean), enriched: table(expected.enriched), report: table(expected.report), summary: expected.summary },
+    expected_holdout: { clean: table(held.clean), enriched: table(held.enriched), report: table(held.report), summary: held.summary },
+    inputs: inputsDigest,
     pipeline: { entry: PIPELINE_ENTRY, data: 'data', index: relData(indexPath(spec)), holdout_file: holdout.file, timeout: PIPELINE_TIMEOUT_SEC, report_name: basename(spec.out.report), expected_report: table(holdoutReport) },
   };
 
@@ -96,6 +122,7 @@ export function synthesize(options: SynthOptions): SynthesizedTask {
     index: relData(indexPath(spec)),
     timeout: PIPELINE_TIMEOUT_SEC * 2,
     expected: { clean: table(expected.clean), enriched: table(expected.enriched), report: table(expected.report), summary: expected.summary },
+    inputs: inputsDigest,
     extra: { shard: extra.shard, line: extra.line, report: table(computeOutputs(spec, world, [...world.facts, extra.fact]).report) },
   };
 
@@ -116,13 +143,24 @@ export function synthesize(options: SynthOptions): SynthesizedTask {
 
   const labels: CoverageLabels = {
     domain: spec.name,
+    field: spec.field,
+    subDomain: spec.subDomain,
     scale: options.tier,
     horizon: workflow.horizon,
+    horizonWorkload: workflow.horizonWorkload,
+    dagWidth: workflow.width,
+    stageCount: workflow.stages.length,
     difficulty: workflow.difficulty,
     workflowStages: workflow.stages.map((s) => s.id),
     criticalPath: workflow.criticalPath,
-    faultClasses: faults.map((f) => f.class),
+    stageWorkload: Object.fromEntries(workflow.stages.map((s) => [s.id, s.workload])),
+    toolCapabilities: [...spec.tools],
     artifactRoles: artifactRoles(spec, inputs),
+    artifactFormats: [...new Set([...world.partitions.map((p) => p.format), spec.dimA.format, spec.dimB.format, 'csv-output', 'json-output'])].sort(),
+    relationTypes: relationTypes(faults),
+    faultClasses: faults.map((f) => f.class),
+    verifierChecks: VERIFIER_TESTS.filter((n) => n !== 'test_strict_verdict').map((n) => n.replace(/^test_/, '')),
+    progressNodes: contract.nodes.map((n) => n.id),
   };
 
   const taskFiles: FileMap = {
@@ -141,6 +179,38 @@ export function synthesize(options: SynthOptions): SynthesizedTask {
   };
   for (const [path, text] of Object.entries(inputs)) taskFiles[`app/${path}`] = text;
   return { id, spec, draw, workflow, contract, expected, cleanInputs, inputs, taskFiles, steps, instruction, labels };
+}
+
+const OUTPUT_EVIDENCE: EvidenceKind[] = ['inputs-intact', 'reproduced-by-entry', 'tracks-holdout'];
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+
+/**
+ * Digest of the data directory as the image holds it: text files by SHA-256 of their bytes, the
+ * SQLite table by SHA-256 of its rows (tab-joined, one per line, in rowid order), because the
+ * database file's bytes depend on the SQLite version that built it.
+ */
+export interface DataDigest { files: Record<string, string>; tables: Record<string, { table: string; columns: string[]; digest: string }> }
+
+export function dataDigest(spec: DomainSpec, inputs: FileMap): DataDigest {
+  const files: Record<string, string> = {};
+  for (const [path, text] of Object.entries(inputs)) {
+    if (path.startsWith('data/') && !(dimBBuilt(spec) && path === dimBSource(spec))) files[relData(path)] = sha256(text);
+  }
+  const tables: DataDigest['tables'] = {};
+  if (spec.dimB.format === 'safetensors') files[relData(spec.dimB.file)] = createHash('sha256').update(safetensorsBytes(spec, parseDimBRows(spec, inputs[dimBSource(spec)]))).digest('hex');
+  if (spec.dimB.format === 'sql') {
+    const rows = parseDimBRows(spec, inputs[dimBSource(spec)]);
+    tables[relData(spec.dimB.file)] = { table: spec.dimB.table, columns: [spec.dimB.id, spec.dimB.category, spec.dimB.unit], digest: sha256(rows.map((r) => `${r.id}\t${r.category}\t${r.unit}`).join('\n')) };
+  }
+  return { files, tables };
+}
+
+function relationTypes(faults: FaultSpec[]): string[] {
+  const out = ['fact->dimension-a (many-to-one)', 'fact->dimension-b (many-to-one)', 'shard->partition (index)', 'report<-fact (group-by aggregate)'];
+  if (faults.some((f) => f.class === 'missing-records')) out.push('late-record->partition (by label)');
+  if (faults.some((f) => f.class === 'stale-cache')) out.push('cache->report (stale copy)');
+  return out;
 }
 
 function repairTarget(fault: string): string {
@@ -164,7 +234,7 @@ function artifactRoles(spec: DomainSpec, inputs: FileMap): Record<string, string
     else if (path === latePath(spec)) roles[path] = 'input:late-arrivals';
     else if (path.startsWith(`${spec.shardDir}/`)) roles[path] = 'input:fact-shard';
     else if (path === spec.dimA.file) roles[path] = 'input:dimension';
-    else if (path === sqlSource(spec)) roles[spec.dimB.file] = 'input:dimension(sqlite)';
+    else if (dimBBuilt(spec) && path === dimBSource(spec)) roles[spec.dimB.file] = `input:dimension(${spec.dimB.format === 'sql' ? 'sqlite' : 'safetensors'})`;
     else if (path === spec.dimB.file) roles[path] = 'input:dimension';
     else if (path.startsWith(`${cacheDir}/`)) roles[path] = 'distractor:stale-cache';
     else if (path === BUILD_DB_SCRIPT) roles[path] = 'build:removed-at-image-build';
@@ -178,7 +248,7 @@ function artifactRoles(spec: DomainSpec, inputs: FileMap): Record<string, string
 }
 
 function dockerfile(spec: DomainSpec): string {
-  const build = spec.dimB.format === 'sql' ? `RUN python3 /app/${BUILD_DB_SCRIPT} /app && rm -rf /app/setup\n` : '';
+  const build = dimBBuilt(spec) ? `RUN python3 /app/${BUILD_DB_SCRIPT} /app && rm -rf /app/setup\n` : '';
   return `FROM ${TEV_BASE_IMAGE}\n\nWORKDIR /app\nCOPY app/ /app/\n${build}RUN mkdir -p /app/out\n`;
 }
 

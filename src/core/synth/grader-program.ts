@@ -1,6 +1,9 @@
 /**
  * tests/progress.py: the progress grader rendered into every task. It reads tests/progress.json
  * (contract + W's expected artifacts), grades the workspace node by node and prints Φ as JSON.
+ * A node earns its artifact's credit only with its evidence (contract.ts EvidenceKind): inputs
+ * intact, the artifact reproduced by the agent's entry point, and that entry point tracking a
+ * held-out partition.
  * Written independently of the verifier and the solver (gates.ts checks they share no code).
  */
 export const PROGRESS_PY = `#!/usr/bin/env python3
@@ -8,9 +11,11 @@ export const PROGRESS_PY = `#!/usr/bin/env python3
 
 Usage: progress.py [--root APP_DIR]     (default: $TBRL_APP, else /app)
 """
+import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -93,34 +98,99 @@ def restore(saved):
             pass
 
 
-def pipeline_credit(root, probe, watched):
-    """Re-run the agent's entry point without one partition: only a real pipeline gets W's answer."""
+def fingerprint(blob):
+    return hashlib.sha256(blob).hexdigest()
+
+
+def sqlite_rows_fingerprint(path, info):
+    try:
+        link = sqlite3.connect("file:" + path + "?mode=ro", uri=True)
+        try:
+            picked = link.execute("SELECT " + ", ".join(info["columns"]) + " FROM " + info["table"] + " ORDER BY rowid").fetchall()
+        finally:
+            link.close()
+    except sqlite3.Error:
+        return None
+    return fingerprint("\\n".join("\\t".join(str(cell) for cell in row) for row in picked).encode("utf-8"))
+
+
+def inputs_intact(data_root, declared):
+    """Evidence inputs-intact: the data directory holds exactly the shipped files, unchanged."""
+    present = set()
+    for folder, _, names in os.walk(data_root):
+        for name in names:
+            present.add(os.path.relpath(os.path.join(folder, name), data_root).replace(os.sep, "/"))
+    if present != set(declared["files"]) | set(declared["tables"]):
+        return False
+    for rel, digest in declared["files"].items():
+        try:
+            with open(os.path.join(data_root, rel), "rb") as handle:
+                if fingerprint(handle.read()) != digest:
+                    return False
+        except OSError:
+            return False
+    for rel, info in declared["tables"].items():
+        if sqlite_rows_fingerprint(os.path.join(data_root, rel), info) != info["digest"]:
+            return False
+    return True
+
+
+def load_role(path, role):
+    if role == "summary":
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return json.load(handle)
+        except (OSError, ValueError):
+            return None
+    return read_nonblank(path)
+
+
+def run_entry(entry, source, target, timeout):
+    os.mkdir(target)
+    try:
+        subprocess.run(["bash", entry, source, target], cwd=os.path.dirname(target), stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def rerun(root, probe, names, watched):
+    """Run the agent's entry point on a private copy of the data, and on a copy without one partition."""
     entry = os.path.join(root, probe["entry"])
-    if not os.path.isfile(entry):
-        return 0.0
     scratch = tempfile.mkdtemp(prefix="tbrl-progress-")
     saved = snapshot(watched)
+    found = {"full": {}, "held": {}}
     try:
-        source = os.path.join(scratch, "in")
-        shutil.copytree(os.path.join(root, probe["data"]), source, symlinks=True)
-        index_file = os.path.join(source, probe["index"])
-        with open(index_file, encoding="utf-8") as handle:
-            kept = [row for row in handle.read().split("\\n") if row.split("\\t")[0] != probe["holdout_file"]]
-        with open(index_file, "w", encoding="utf-8") as handle:
-            handle.write("\\n".join(kept))
-        os.remove(os.path.join(os.path.dirname(index_file), probe["holdout_file"]))
-        target = os.path.join(scratch, "out")
-        os.mkdir(target)
-        try:
-            subprocess.run(["bash", entry, source, target], cwd=scratch, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=probe["timeout"], check=False)
-        except subprocess.TimeoutExpired:
-            return 0.0
-        produced = read_nonblank(os.path.join(target, probe["report_name"]))
-        return 1.0 if table_credit(produced, probe["expected_report"]) == 1.0 else 0.0
+        for variant in ("full", "held"):
+            source = os.path.join(scratch, variant + "-in")
+            shutil.copytree(os.path.join(root, probe["data"]), source, symlinks=True)
+            if variant == "held":
+                index_file = os.path.join(source, probe["index"])
+                with open(index_file, encoding="utf-8") as handle:
+                    kept = [row for row in handle.read().split("\\n") if row.split("\\t")[0] != probe["holdout_file"]]
+                with open(index_file, "w", encoding="utf-8") as handle:
+                    handle.write("\\n".join(kept))
+                os.remove(os.path.join(os.path.dirname(index_file), probe["holdout_file"]))
+            target = os.path.join(scratch, variant + "-out")
+            run_entry(entry, source, target, probe["timeout"])
+            for role, name in names.items():
+                found[variant][role] = load_role(os.path.join(target, name), role)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         restore(saved)
+    return found
+
+
+def follows_holdout(role, held, full, want_full, want_held):
+    """Evidence tracks-holdout: the held-out run changed, and kept nothing only the dropped partition explains."""
+    if held is None or held == full:
+        return False
+    if role == "summary":
+        if not isinstance(held, dict):
+            return False
+        return all(held.get(key) != value for key, value in want_full.items() if want_held.get(key) != value)
+    gone = {",".join(cells) for cells in want_full["rows"]} - {",".join(cells) for cells in want_held["rows"]}
+    return not any(text in gone for text in held[1:])
 
 
 def main(argv):
@@ -131,26 +201,38 @@ def main(argv):
         contract = json.load(handle)
     paths = contract["outputs"]
     wanted = contract["expected"]
-    graders = {
-        "clean": lambda: table_credit(read_nonblank(os.path.join(root, paths["clean"])), wanted["clean"]),
-        "enriched": lambda: table_credit(read_nonblank(os.path.join(root, paths["enriched"])), wanted["enriched"]),
-        "report": lambda: table_credit(read_nonblank(os.path.join(root, paths["report"])), wanted["report"]),
-        "summary": lambda: summary_credit(os.path.join(root, paths["summary"]), wanted["summary"]),
-        "pipeline": lambda: pipeline_credit(root, contract["pipeline"], [os.path.join(root, p) for p in paths.values()]),
-    }
-    raw, gated, skipped, phi = {}, {}, [], 0.0
-    for node in contract["nodes"]:
-        ceiling = min([gated[p] for p in node["preconditions"]] + [1.0])
-        if ceiling > 0:
-            raw[node["id"]] = float(graders[node["id"]]())
+    wanted_held = contract["expected_holdout"]
+    probe = contract["pipeline"]
+    seen = {role: load_role(os.path.join(root, path), role) for role, path in paths.items()}
+    artifact = {}
+    for role in paths:
+        if role == "summary":
+            artifact[role] = summary_credit(os.path.join(root, paths[role]), wanted[role])
         else:
-            # A node whose preconditions have no credit cannot earn any: skip the (possibly slow) grader.
-            raw[node["id"]] = 0.0
-            skipped.append(node["id"])
-        gated[node["id"]] = min(raw[node["id"]], ceiling)
+            artifact[role] = table_credit(seen[role], wanted[role])
+    intact = inputs_intact(os.path.join(root, probe["data"]), contract["inputs"])
+    runs = None
+    if intact and max(artifact.values()) > 0 and os.path.isfile(os.path.join(root, probe["entry"])):
+        names = {role: os.path.basename(path) for role, path in paths.items()}
+        runs = rerun(root, probe, names, [os.path.join(root, p) for p in paths.values()])
+    raw, evidence = {}, {}
+    for node in contract["nodes"]:
+        ident = node["id"]
+        if ident in paths:
+            proof = runs is not None and runs["full"][ident] == seen[ident] and follows_holdout(
+                ident, runs["held"][ident], runs["full"][ident], wanted[ident], wanted_held[ident])
+            evidence[ident] = bool(proof)
+            raw[ident] = artifact[ident] if proof else 0.0
+        else:
+            held_report = runs["held"]["report"] if runs is not None else None
+            evidence[ident] = held_report is not None and table_credit(held_report, probe["expected_report"]) == 1.0
+            raw[ident] = 1.0 if evidence[ident] else 0.0
+    gated, phi = {}, 0.0
+    for node in contract["nodes"]:
+        gated[node["id"]] = min([raw[node["id"]]] + [gated[p] for p in node["preconditions"]])
         phi += node["weight"] * gated[node["id"]]
-    print(json.dumps({"phi": round(phi, 12), "credit": raw, "gated": gated, "skipped": skipped,
-                      "lambda": contract["lambda"]}, sort_keys=True))
+    print(json.dumps({"phi": round(phi, 12), "credit": raw, "gated": gated, "evidence": evidence,
+                      "inputs_intact": intact, "lambda": contract["lambda"]}, sort_keys=True))
     return 0
 
 

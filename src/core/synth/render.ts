@@ -14,7 +14,12 @@ export const indexPath = (spec: DomainSpec) => `${spec.shardDir}/_index.tsv`;
 export const shardPath = (spec: DomainSpec, p: Partition) => `${spec.shardDir}/${p.file}`;
 export const lateDir = (spec: DomainSpec) => `${spec.shardDir}/late`;
 export const latePath = (spec: DomainSpec) => `${lateDir(spec)}/late-arrivals.jsonl`;
-export const sqlSource = (spec: DomainSpec) => spec.dimB.file.replace(/\.db$/, '.sql');
+/** Whether dimension B is a binary built inside the image from a text source (SQLite, safetensors). */
+export const dimBBuilt = (spec: DomainSpec) => spec.dimB.format === 'sql' || spec.dimB.format === 'safetensors';
+/** The text file that holds dimension B's rows: the built table's source, or the table itself. */
+export const dimBSource = (spec: DomainSpec) => (spec.dimB.format === 'sql' ? spec.dimB.file.replace(/\.db$/, '.sql') : spec.dimB.format === 'safetensors' ? spec.dimB.file.replace(/\.safetensors$/, '.jsonl') : spec.dimB.file);
+/** @deprecated name kept for callers: the source of a built dimension table. */
+export const sqlSource = dimBSource;
 
 /** Keys of a shard in column order (a drifted shard renames one). */
 export function shardKeys(spec: DomainSpec): string[] {
@@ -49,6 +54,7 @@ const sqlString = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
 export function renderDimB(spec: DomainSpec, rows: DimBRow[]): string {
   const d = spec.dimB;
+  if (d.format === 'safetensors') return rows.map((r) => JSON.stringify({ [d.id]: r.id, [d.category]: r.category, [d.unit]: r.unit })).join('\n') + '\n';
   if (d.format === 'tsv') return [[d.id, d.category, d.unit].join('\t'), ...rows.map((r) => [r.id, r.category, r.unit].join('\t'))].join('\n') + '\n';
   return [
     `CREATE TABLE ${d.table} (${d.id} TEXT PRIMARY KEY, ${d.category} TEXT NOT NULL, ${d.unit} INTEGER NOT NULL);`,
@@ -58,14 +64,46 @@ export function renderDimB(spec: DomainSpec, rows: DimBRow[]): string {
 
 export function renderDimA(spec: DomainSpec, rows: DimARow[]): string {
   const d = spec.dimA;
+  if (d.format === 'manifest') {
+    const entries = rows.flatMap((r) => [`  - ${d.id}: ${r.id}`, `    ${d.name}: ${r.name}`, `    ${d.group}: ${r.group}`]);
+    return [`# ${d.noun} manifest: one entry per ${d.id}`, `${d.noun}:`, ...entries].join('\n') + '\n';
+  }
   if (d.format === 'csv') return [[d.id, d.name, d.group].join(','), ...rows.map((r) => [r.id, r.name, r.group].join(','))].join('\n') + '\n';
   return JSON.stringify(rows.map((r) => ({ [d.id]: r.id, [d.name]: r.name, [d.group]: r.group })), null, 2) + '\n';
 }
 
+/** The safetensors file the image build writes from the JSON-lines source (byte-exact, so it has a digest). */
+export function safetensorsBytes(spec: DomainSpec, rows: DimBRow[]): Buffer {
+  const d = spec.dimB;
+  const header = { __metadata__: { format: 'pt', ids: JSON.stringify(rows.map((r) => r.id)), categories: JSON.stringify(rows.map((r) => r.category)) }, [d.unit]: { dtype: 'I64', shape: [rows.length], data_offsets: [0, 8 * rows.length] } };
+  let text = Buffer.from(JSON.stringify(header), 'utf8');
+  text = Buffer.concat([text, Buffer.alloc((8 - (text.length % 8)) % 8, 0x20)]);
+  const size = Buffer.alloc(8);
+  size.writeBigUInt64LE(BigInt(text.length));
+  const body = Buffer.alloc(8 * rows.length);
+  rows.forEach((r, i) => body.writeBigInt64LE(BigInt(r.unit), 8 * i));
+  return Buffer.concat([size, text, body]);
+}
+
+const BUILD_SAFETENSORS_PY = (spec: DomainSpec) => `import json, os, struct, sys
+# Builds ${spec.dimB.file} (a safetensors shard: ${spec.dimB.unit} as an I64 tensor, ids and ${spec.dimB.category} in the metadata) at image build time.
+root = sys.argv[1]
+src = os.path.join(root, ${JSON.stringify(dimBSource(spec))})
+dst = os.path.join(root, ${JSON.stringify(spec.dimB.file)})
+rows = [json.loads(line) for line in open(src, encoding="utf-8") if line.strip()]
+compact = (",", ":")
+meta = {"format": "pt", "ids": json.dumps([r[${JSON.stringify(spec.dimB.id)}] for r in rows], separators=compact), "categories": json.dumps([r[${JSON.stringify(spec.dimB.category)}] for r in rows], separators=compact)}
+header = json.dumps({"__metadata__": meta, ${JSON.stringify(spec.dimB.unit)}: {"dtype": "I64", "shape": [len(rows)], "data_offsets": [0, 8 * len(rows)]}}, separators=compact).encode("utf-8")
+header += b" " * (-len(header) % 8)
+with open(dst, "wb") as sink:
+    sink.write(struct.pack("<Q", len(header)) + header + struct.pack("<%dq" % len(rows), *[r[${JSON.stringify(spec.dimB.unit)}] for r in rows]))
+os.remove(src)
+`;
+
 const BUILD_DB_PY = (spec: DomainSpec) => `import os, sqlite3, sys
 # Builds ${spec.dimB.file} from its SQL script at image build time; the script is removed afterwards.
 root = sys.argv[1]
-src = os.path.join(root, ${JSON.stringify(sqlSource(spec))})
+src = os.path.join(root, ${JSON.stringify(dimBSource(spec))})
 dst = os.path.join(root, ${JSON.stringify(spec.dimB.file)})
 con = sqlite3.connect(dst)
 con.executescript(open(src, encoding="utf-8").read())
@@ -80,9 +118,9 @@ export function renderWorld(spec: DomainSpec, world: World): FileMap {
   files[indexPath(spec)] = [`file\t${spec.fact.partition}`, ...world.partitions.map((p) => `${p.file}\t${p.label}`)].join('\n') + '\n';
   for (const p of world.partitions) files[shardPath(spec, p)] = renderShard(spec, p, world.facts.filter((f) => f.partition === p.index));
   files[spec.dimA.file] = renderDimA(spec, world.dimA);
-  if (spec.dimB.format === 'sql') {
-    files[sqlSource(spec)] = renderDimB(spec, world.dimB);
-    files[BUILD_DB_SCRIPT] = BUILD_DB_PY(spec);
+  if (dimBBuilt(spec)) {
+    files[dimBSource(spec)] = renderDimB(spec, world.dimB);
+    files[BUILD_DB_SCRIPT] = spec.dimB.format === 'sql' ? BUILD_DB_PY(spec) : BUILD_SAFETENSORS_PY(spec);
   } else {
     files[spec.dimB.file] = renderDimB(spec, world.dimB);
   }
@@ -123,6 +161,7 @@ export function formatOfFile(file: string): TableFormat {
 
 export function parseDimBRows(spec: DomainSpec, text: string): DimBRow[] {
   const d = spec.dimB;
+  if (d.format === 'safetensors') return bodyLines(text).map((l) => JSON.parse(l) as Record<string, string | number>).map((r) => ({ id: String(r[d.id]), category: String(r[d.category]), unit: Number(r[d.unit]) }));
   if (d.format === 'tsv') return parseDelimited(text, '\t').map((r) => ({ id: r[d.id], category: r[d.category], unit: Number(r[d.unit]) }));
   const rows: DimBRow[] = [];
   const re = /^INSERT INTO \w+ VALUES \('((?:[^']|'')*)', '((?:[^']|'')*)', (-?\d+)\);$/;
@@ -148,7 +187,21 @@ export function parseWorld(spec: DomainSpec, files: FileMap, meta: Pick<World, '
   const dimA: DimARow[] =
     d.format === 'csv'
       ? parseDelimited(dimAText, ',').map((r) => ({ id: r[d.id], name: r[d.name], group: r[d.group] }))
-      : (JSON.parse(dimAText) as Record<string, string>[]).map((r) => ({ id: r[d.id], name: r[d.name], group: r[d.group] }));
-  const dimB = parseDimBRows(spec, need(files, spec.dimB.format === 'sql' ? sqlSource(spec) : spec.dimB.file));
+      : d.format === 'manifest'
+        ? parseManifest(dimAText).map((r) => ({ id: r[d.id], name: r[d.name], group: r[d.group] }))
+        : (JSON.parse(dimAText) as Record<string, string>[]).map((r) => ({ id: r[d.id], name: r[d.name], group: r[d.group] }));
+  const dimB = parseDimBRows(spec, need(files, dimBSource(spec)));
   return { ...meta, dimA, dimB, facts, partitions };
+}
+
+/** A YAML-like manifest: `  - key: value` opens an entry, `    key: value` continues it. */
+export function parseManifest(text: string): Record<string, string>[] {
+  const entries: Record<string, string>[] = [];
+  for (const line of bodyLines(text)) {
+    const m = /^ {2}(- | {2})(\w+): (.*)$/.exec(line);
+    if (!m) continue;
+    if (m[1] === '- ') entries.push({});
+    if (entries.length > 0) entries[entries.length - 1][m[2]] = m[3];
+  }
+  return entries;
 }

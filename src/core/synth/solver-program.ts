@@ -1,6 +1,6 @@
 /**
- * The reference solver: solution.sh writes a pipeline (ref_pipeline.py) and runs it stage by stage,
- * then installs the entry point the instruction asks for. Each stage is a separate step so gates can
+ * The reference solver: solution.sh writes a pipeline (ref_pipeline.py) and an entry point
+ * (pipeline.sh) that runs it up to one more stage per step. Each stage is a separate step so gates can
  * check that Φ rises along the reference solution. Written independently of grader and verifier.
  */
 export const SOLVER_STAGES = ['clean', 'enriched', 'report', 'summary'] as const;
@@ -11,6 +11,7 @@ import csv
 import json
 import os
 import sqlite3
+import struct
 import sys
 
 CFG = json.loads(r'''${configJson}''')
@@ -57,14 +58,37 @@ def facts_of(base):
 def regions_of(base):
     dim = CFG["dim_a"]
     with open(os.path.join(base, dim["file"]), encoding="utf-8", newline="") as src:
-        rows = list(csv.DictReader(src)) if dim["format"] == "csv" else json.load(src)
+        if dim["format"] == "manifest":
+            rows, entry = [], None
+            for raw in src:
+                stripped = raw.rstrip("\\n")
+                if stripped.startswith("  - "):
+                    entry = {}
+                    rows.append(entry)
+                    stripped = "    " + stripped[4:]
+                if entry is not None and stripped.startswith("    ") and ": " in stripped:
+                    field, _, value = stripped.strip().partition(": ")
+                    entry[field] = value
+        elif dim["format"] == "csv":
+            rows = list(csv.DictReader(src))
+        else:
+            rows = json.load(src)
     return {str(row[dim["id"]]): str(row[dim["group"]]) for row in rows}
 
 
 def catalog_of(base):
     dim = CFG["dim_b"]
     location = os.path.join(base, dim["file"])
-    if dim["format"] == "sql":
+    if dim["format"] == "safetensors":
+        with open(location, "rb") as blob:
+            size = struct.unpack("<Q", blob.read(8))[0]
+            head = json.loads(blob.read(size))
+            payload = blob.read()
+        tensor = head[dim["unit"]]
+        start, stop = tensor["data_offsets"]
+        units = struct.unpack("<%dq" % tensor["shape"][0], payload[start:stop])
+        rows = list(zip(json.loads(head["__metadata__"]["ids"]), json.loads(head["__metadata__"]["categories"]), units))
+    elif dim["format"] == "sql":
         link = sqlite3.connect(location)
         try:
             rows = link.execute(f'SELECT {dim["id"]}, {dim["category"]}, {dim["unit"]} FROM {dim["table"]}').fetchall()
@@ -118,26 +142,31 @@ if __name__ == "__main__":
 
 export interface SolverStep { name: string; script: string }
 
-/** The steps of solution.sh (each runs after the prelude, in a fresh bash). */
-export function solverSteps(configJson: string): SolverStep[] {
-  const run = (stage: string) => `python3 "$APP/ref_pipeline.py" "$APP/data" "$APP/out" ${stage}`;
+/** The entry point the instruction asks for, running the reference pipeline up to `stage`. */
+export function entryScript(stage: string): string {
   return [
-    { name: 'clean', script: [`mkdir -p "$APP/out"`, `cat > "$APP/ref_pipeline.py" <<'TBRL_PIPELINE'`, solverPipeline(configJson).replace(/\n$/, ''), 'TBRL_PIPELINE', run('clean')].join('\n') },
-    { name: 'enriched', script: run('enriched') },
-    { name: 'report', script: run('report') },
-    { name: 'summary', script: run('summary') },
-    {
-      name: 'pipeline',
-      script: [
-        `cat > "$APP/pipeline.sh" <<'TBRL_ENTRY'`,
-        '#!/bin/bash',
-        '# Usage: pipeline.sh INPUT_DIR OUTPUT_DIR',
-        'set -euo pipefail',
-        'exec python3 "$(dirname "$(readlink -f "$0")")/ref_pipeline.py" "$1" "$2" summary',
-        'TBRL_ENTRY',
-        'chmod +x "$APP/pipeline.sh"',
-      ].join('\n'),
-    },
+    `cat > "$APP/pipeline.sh" <<'TBRL_ENTRY'`,
+    '#!/bin/bash',
+    '# Usage: pipeline.sh INPUT_DIR OUTPUT_DIR',
+    'set -euo pipefail',
+    `exec python3 "$(dirname "$(readlink -f "$0")")/ref_pipeline.py" "$1" "$2" ${stage}`,
+    'TBRL_ENTRY',
+    'chmod +x "$APP/pipeline.sh"',
+    'bash "$APP/pipeline.sh" "$APP/data" "$APP/out"',
+  ].join('\n');
+}
+
+/**
+ * The steps of solution.sh (each runs after the prelude, in a fresh bash). The entry point grows
+ * one stage per step and every output is written by running it, which is the way the instruction
+ * asks for and the only way the progress grader credits.
+ */
+export function solverSteps(configJson: string): SolverStep[] {
+  return [
+    { name: 'clean', script: [`mkdir -p "$APP/out"`, `cat > "$APP/ref_pipeline.py" <<'TBRL_PIPELINE'`, solverPipeline(configJson).replace(/\n$/, ''), 'TBRL_PIPELINE', entryScript('clean')].join('\n') },
+    { name: 'enriched', script: entryScript('enriched') },
+    { name: 'report', script: entryScript('report') },
+    { name: 'summary', script: entryScript('summary') },
   ];
 }
 

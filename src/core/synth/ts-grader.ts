@@ -1,20 +1,25 @@
-import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { cp, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { isDeepStrictEqual } from 'node:util';
+import { join, relative, sep } from 'node:path';
 import { potential } from './contract';
 import { basename } from './expected';
-import type { SynthesizedTask } from './generate';
+import type { DataDigest, SynthesizedTask } from './generate';
 import { PIPELINE_ENTRY } from './generate';
 import { runProcess, scratchDir } from './host';
 import { indexPath } from './render';
 
 /**
  * The TypeScript grading path used by generation gates on a scratch workspace. It computes c_v from
- * W's expected artifacts on its own (it does not run progress.py), so the gates can require the
- * rendered Python grader and this implementation to agree on every state they visit.
+ * W's expected artifacts and the contract's evidence rules on its own (it does not run
+ * progress.py), so the gates can require the rendered Python grader and this implementation to
+ * agree on every state they visit.
  */
-export interface TsGrade { phi: number; credit: Record<string, number> }
+export interface TsGrade { phi: number; credit: Record<string, number>; evidence: Record<string, boolean>; inputsIntact: boolean }
 
 type Table = { header: string[]; rows: string[][] };
+type Role = 'clean' | 'enriched' | 'report' | 'summary';
+const ROLES: Role[] = ['clean', 'enriched', 'report', 'summary'];
 
 async function nonBlankLines(path: string): Promise<string[] | undefined> {
   let buf: Buffer;
@@ -23,8 +28,21 @@ async function nonBlankLines(path: string): Promise<string[] | undefined> {
   } catch {
     return undefined;
   }
-  const text = new TextDecoder('utf-8', { fatal: true }).decode(buf);
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(buf);
+  } catch {
+    return undefined;
+  }
   return text.split('\n').map((l) => l.replace(/\r$/, '')).filter((l) => l.trim() !== '');
+}
+
+async function jsonOf(path: string): Promise<unknown> {
+  try {
+    return JSON.parse(await readFile(path, 'utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 export function tableCredit(lines: string[] | undefined, want: Table): number {
@@ -47,13 +65,7 @@ export function tableCredit(lines: string[] | undefined, want: Table): number {
   return hits / size;
 }
 
-async function summaryCredit(path: string, want: Record<string, number>): Promise<number> {
-  let seen: unknown;
-  try {
-    seen = JSON.parse(await readFile(path, 'utf8'));
-  } catch {
-    return 0;
-  }
+function summaryCredit(seen: unknown, want: Record<string, number>): number {
   if (!seen || typeof seen !== 'object' || Array.isArray(seen)) return 0;
   const obj = seen as Record<string, unknown>;
   const keys = Object.keys(want);
@@ -63,30 +75,73 @@ async function summaryCredit(path: string, want: Record<string, number>): Promis
   return keys.filter((k) => Number.isInteger(obj[k]) && obj[k] === want[k]).length / keys.length;
 }
 
-async function pipelineCredit(t: SynthesizedTask, app: string): Promise<number> {
-  const entry = join(app, PIPELINE_ENTRY);
-  if (!(await readFile(entry).then(() => true, () => false))) return 0;
+const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
+
+async function walk(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await walk(p)));
+    else out.push(p);
+  }
+  return out;
+}
+
+/** Rows of one SQLite table: there is no SQLite binding in this Node, so python3's module reads it. */
+async function sqliteDigest(path: string, table: string, columns: string[]): Promise<string | undefined> {
+  const r = await runProcess(['python3', '-c', 'import json,sqlite3,sys\nc=sqlite3.connect("file:"+sys.argv[1]+"?mode=ro",uri=True)\nprint(json.dumps([[str(v) for v in row] for row in c.execute(sys.argv[2]).fetchall()]))', path, `SELECT ${columns.join(', ')} FROM ${table} ORDER BY rowid`]);
+  if (r.code !== 0) return undefined;
+  return sha((JSON.parse(r.stdout) as string[][]).map((row) => row.join('\t')).join('\n'));
+}
+
+export async function inputsIntact(dataDir: string, digest: DataDigest): Promise<boolean> {
+  const present = (await walk(dataDir)).map((p) => relative(dataDir, p).split(sep).join('/')).sort();
+  const declared = [...Object.keys(digest.files), ...Object.keys(digest.tables)].sort();
+  if (!isDeepStrictEqual(present, declared)) return false;
+  for (const [rel, want] of Object.entries(digest.files)) {
+    const buf = await readFile(join(dataDir, rel)).catch(() => undefined);
+    if (!buf || sha(buf) !== want) return false;
+  }
+  for (const [rel, t] of Object.entries(digest.tables)) {
+    if ((await sqliteDigest(join(dataDir, rel), t.table, t.columns)) !== t.digest) return false;
+  }
+  return true;
+}
+
+interface Produced { full: Partial<Record<Role, unknown>>; held: Partial<Record<Role, unknown>> }
+
+async function readRole(path: string, role: Role): Promise<unknown> {
+  return role === 'summary' ? jsonOf(path) : nonBlankLines(path);
+}
+
+/** Run the agent's entry point on a private copy of the data and on one without the hold-out partition. */
+async function rerunEntry(t: SynthesizedTask, app: string): Promise<Produced> {
   const scratch = await scratchDir('tbrl-synth-tsgrade-');
-  const watched = [t.spec.out.clean, t.spec.out.enriched, t.spec.out.report, t.spec.out.summary].map((p) => join(app, p));
-  const saved = await Promise.all(watched.map((p) => readFile(p).catch(() => undefined)));
+  const outs = ROLES.map((r) => join(app, t.spec.out[r]));
+  const saved = await Promise.all(outs.map((p) => readFile(p).catch(() => undefined)));
+  const produced: Produced = { full: {}, held: {} };
   try {
-    const input = join(scratch.dir, 'in');
-    await cp(join(app, 'data'), input, { recursive: true, verbatimSymlinks: true });
-    const holdout = t.draw.world.partitions[t.draw.holdoutPartition].file;
-    const index = join(input, indexPath(t.spec).replace(/^data\//, ''));
-    const kept = (await readFile(index, 'utf8')).split('\n').filter((row) => row.split('\t')[0] !== holdout);
-    await writeFile(index, kept.join('\n'));
-    await rm(join(index, '..', holdout), { force: true });
-    const output = join(scratch.dir, 'out');
-    await mkdir(output);
-    // The exit code does not matter: only the report it leaves behind is compared with W.
-    await runProcess(['bash', entry, input, output], { cwd: scratch.dir, timeoutMs: 60_000 });
-    const holdoutReport = JSON.parse(t.taskFiles['tests/progress.json']).pipeline.expected_report as Table;
-    return tableCredit(await nonBlankLines(join(output, basename(t.spec.out.report))), holdoutReport) === 1 ? 1 : 0;
+    for (const variant of ['full', 'held'] as const) {
+      const input = join(scratch.dir, `${variant}-data`);
+      await cp(join(app, 'data'), input, { recursive: true, verbatimSymlinks: true });
+      if (variant === 'held') {
+        const holdout = t.draw.world.partitions[t.draw.holdoutPartition].file;
+        const index = join(input, indexPath(t.spec).replace(/^data\//, ''));
+        const kept = (await readFile(index, 'utf8')).split('\n').filter((row) => row.split('\t')[0] !== holdout);
+        await writeFile(index, kept.join('\n'));
+        await rm(join(index, '..', holdout), { force: true });
+      }
+      const output = join(scratch.dir, `${variant}-result`);
+      await mkdir(output);
+      // The exit code does not matter: only what the run leaves behind is compared.
+      await runProcess(['bash', join(app, PIPELINE_ENTRY), input, output], { cwd: scratch.dir, timeoutMs: 60_000 });
+      for (const role of ROLES) produced[variant][role] = await readRole(join(output, basename(t.spec.out[role])), role);
+    }
+    return produced;
   } finally {
     await scratch.dispose();
     // A pipeline that ignores its output argument must not change the workspace being measured.
-    await Promise.all(watched.map(async (p, i) => {
+    await Promise.all(outs.map(async (p, i) => {
       const before = saved[i];
       const now = await readFile(p).catch(() => undefined);
       if (before === undefined) { if (now !== undefined) await rm(p, { force: true }); } else if (!now || !now.equals(before)) await writeFile(p, before);
@@ -94,30 +149,46 @@ async function pipelineCredit(t: SynthesizedTask, app: string): Promise<number> 
   }
 }
 
-export async function gradeInTypeScript(t: SynthesizedTask, app: string): Promise<TsGrade> {
-  const e = t.expected;
-  const credit: Record<string, number> = {};
-  for (const node of t.contract.nodes) {
-    // Same skip rule as the Python grader: a node whose ancestors have no credit is not graded.
-    const ancestorsZero = node.preconditions.some((p) => potentialGate(t, credit, p) === 0);
-    if (ancestorsZero) {
-      credit[node.id] = 0;
-      continue;
-    }
-    switch (node.id) {
-      case 'clean': credit[node.id] = tableCredit(await nonBlankLines(join(app, t.spec.out.clean)), e.clean); break;
-      case 'enriched': credit[node.id] = tableCredit(await nonBlankLines(join(app, t.spec.out.enriched)), e.enriched); break;
-      case 'report': credit[node.id] = tableCredit(await nonBlankLines(join(app, t.spec.out.report)), e.report); break;
-      case 'summary': credit[node.id] = await summaryCredit(join(app, t.spec.out.summary), e.summary as unknown as Record<string, number>); break;
-      case 'pipeline': credit[node.id] = await pipelineCredit(t, app); break;
-      default: credit[node.id] = 0;
-    }
+/** The held-out run moved away from the full answer, and kept no row that only the dropped partition explains. */
+function tracksHoldout(role: Role, held: unknown, full: unknown, wantFull: unknown, wantHeld: unknown): boolean {
+  if (held === undefined || isDeepStrictEqual(held, full)) return false;
+  if (role === 'summary') {
+    if (!held || typeof held !== 'object' || Array.isArray(held)) return false;
+    const h = held as Record<string, unknown>;
+    const f = wantFull as Record<string, number>;
+    const w = wantHeld as Record<string, number>;
+    return Object.keys(f).every((k) => w[k] === f[k] || h[k] !== f[k]);
   }
-  return { phi: potential(t.contract, credit), credit };
+  const gone = new Set((wantFull as Table).rows.map((r) => r.join(',')));
+  for (const r of (wantHeld as Table).rows) gone.delete(r.join(','));
+  return !(held as string[]).slice(1).some((line) => gone.has(line));
 }
 
-/** Gated credit of one node from the raw credits graded so far (min over it and its ancestors). */
-function potentialGate(t: SynthesizedTask, credit: Record<string, number>, id: string): number {
-  const node = t.contract.nodes.find((n) => n.id === id)!;
-  return Math.min(credit[id], ...node.preconditions.map((p) => potentialGate(t, credit, p)));
+export async function gradeInTypeScript(t: SynthesizedTask, app: string): Promise<TsGrade> {
+  const progress = JSON.parse(t.taskFiles['tests/progress.json']) as { inputs: DataDigest; expected_holdout: Record<Role, unknown>; pipeline: { expected_report: Table } };
+  const e = t.expected;
+  const seen = {} as Record<Role, unknown>;
+  const artifact = {} as Record<Role, number>;
+  for (const role of ROLES) {
+    seen[role] = await readRole(join(app, t.spec.out[role]), role);
+    artifact[role] = role === 'summary' ? summaryCredit(seen[role], e.summary as unknown as Record<string, number>) : tableCredit(seen[role] as string[] | undefined, e[role]);
+  }
+  const intact = await inputsIntact(join(app, 'data'), progress.inputs);
+  const hasEntry = await stat(join(app, PIPELINE_ENTRY)).then((s) => s.isFile(), () => false);
+  const runs = intact && hasEntry && Math.max(...Object.values(artifact)) > 0 ? await rerunEntry(t, app) : undefined;
+  const credit: Record<string, number> = {};
+  const evidence: Record<string, boolean> = {};
+  for (const node of t.contract.nodes) {
+    if ((ROLES as string[]).includes(node.id)) {
+      const role = node.id as Role;
+      const ok = runs !== undefined && isDeepStrictEqual(runs.full[role], seen[role]) && tracksHoldout(role, runs.held[role], runs.full[role], e[role], progress.expected_holdout[role]);
+      evidence[role] = ok;
+      credit[role] = ok ? artifact[role] : 0;
+    } else {
+      const heldReport = runs?.held.report as string[] | undefined;
+      evidence[node.id] = heldReport !== undefined && tableCredit(heldReport, progress.pipeline.expected_report) === 1;
+      credit[node.id] = evidence[node.id] ? 1 : 0;
+    }
+  }
+  return { phi: potential(t.contract, credit), credit, evidence, inputsIntact: intact };
 }

@@ -7,7 +7,10 @@ export type ScaleTier = 'unit' | 'small' | 'full';
 export const SCALE_TIERS: readonly ScaleTier[] = ['unit', 'small', 'full'];
 
 /** Formats a table can be rendered in; each has a writer and a parser (render.ts). */
-export type TableFormat = 'csv' | 'tsv' | 'jsonl' | 'kv' | 'json-array' | 'sql';
+export type TableFormat = 'csv' | 'tsv' | 'jsonl' | 'kv' | 'json-array' | 'sql' | 'manifest' | 'safetensors';
+
+export const PAPER_DOMAINS = ['software engineering', 'data engineering', 'AI/CS research', 'math & operations research', 'security & forensics', 'infrastructure management', 'quantum computing'] as const;
+export type PaperDomain = (typeof PAPER_DOMAINS)[number];
 
 export const FAULT_CLASSES = ['schema-drift', 'duplicated-records', 'missing-records', 'category-drift', 'shuffled-shard-index', 'stale-cache'] as const;
 export type FaultClass = (typeof FAULT_CLASSES)[number];
@@ -31,13 +34,23 @@ export interface World {
 export interface DomainSpec {
   name: string;
   title: string;
+  /** The Tev paper's domain this generator covers (one of PAPER_DOMAINS). */
+  field: PaperDomain;
+  /** A finer label for the coverage table, e.g. "sales ETL". */
+  subDomain: string;
+  /** Task category written to task.yaml / task.toml. */
+  category: string;
+  /** Tool capabilities the workflow exercises (coverage axis). */
+  tools: readonly string[];
+  /** What each fault class means in this domain's words (coverage and the README). */
+  faultStory: Partial<Record<FaultClass, string>>;
   /** Plural noun of the fact table, e.g. "orders". */
   factNoun: string;
   fact: { id: string; a: string; b: string; amount: string; partition: string };
   /** Old spellings a drifted shard may use (schema drift picks one). */
   aliases: { amount: string; a: string };
-  dimA: { file: string; format: 'json-array' | 'csv'; id: string; name: string; group: string; noun: string };
-  dimB: { file: string; format: 'sql' | 'tsv'; table: string; id: string; category: string; unit: string; noun: string };
+  dimA: { file: string; format: 'json-array' | 'csv' | 'manifest'; id: string; name: string; group: string; noun: string };
+  dimB: { file: string; format: 'sql' | 'tsv' | 'safetensors'; table: string; id: string; category: string; unit: string; noun: string };
   shardDir: string;
   shardFormats: readonly TableFormat[];
   shardExt: (f: TableFormat) => string;

@@ -10,10 +10,12 @@ export function verifierProgram(specJson: string): string {
   return `"""Strict verifier (hidden from the agent): exact outputs plus metamorphic re-runs of the pipeline."""
 import csv
 import functools
+import hashlib
 import json
 import os
 import pathlib
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 
@@ -53,6 +55,22 @@ def _private_copy():
 
 def check_outputs():
     _expect_tables(APP / SPEC["out_dir"], SPEC["expected"])
+
+
+def check_inputs_untouched():
+    """The inputs are read-only: a task solved by editing them (so a naive pipeline fits) is not solved."""
+    data_dir = APP / SPEC["data"]
+    shipped = SPEC["inputs"]
+    listed = sorted(item.relative_to(data_dir).as_posix() for item in data_dir.rglob("*") if not item.is_dir())
+    assert listed == sorted([*shipped["files"], *shipped["tables"]]), f"/app/{SPEC['data']} gained or lost files: {listed}"
+    for relative, expected_hash in shipped["files"].items():
+        assert hashlib.sha256((data_dir / relative).read_bytes()).hexdigest() == expected_hash, f"{relative} was edited"
+    for relative, described in shipped["tables"].items():
+        uri = (data_dir / relative).resolve().as_uri() + "?mode=ro"
+        with sqlite3.connect(uri, uri=True) as handle:
+            query = "SELECT {} FROM {} ORDER BY rowid".format(", ".join(described["columns"]), described["table"])
+            dumped = "\\n".join("\\t".join(map(str, record)) for record in handle.execute(query))
+        assert hashlib.sha256(dumped.encode("utf-8")).hexdigest() == described["digest"], f"table {described['table']} in {relative} was edited"
 
 
 def check_entry_point():
@@ -100,6 +118,7 @@ def check_extra_record_over_stale_outputs():
 CHECKS = {
     "outputs": check_outputs,
     "entry_point": check_entry_point,
+    "inputs_untouched": check_inputs_untouched,
     "renamed_shards": check_renamed_shards,
     "extra_record": check_extra_record_over_stale_outputs,
 }
@@ -122,6 +141,10 @@ def test_entry_point_exists():
     assert _failure("entry_point") is None, _failure("entry_point")
 
 
+def test_inputs_untouched():
+    assert _failure("inputs_untouched") is None, _failure("inputs_untouched")
+
+
 def test_metamorphic_renamed_shards():
     assert _failure("renamed_shards") is None, _failure("renamed_shards")
 
@@ -136,6 +159,6 @@ def test_strict_verdict():
 `;
 }
 
-export const VERIFIER_TESTS = ['test_outputs_exact', 'test_entry_point_exists', 'test_metamorphic_renamed_shards', 'test_counterfactual_extra_record', 'test_strict_verdict'];
+export const VERIFIER_TESTS = ['test_outputs_exact', 'test_entry_point_exists', 'test_inputs_untouched', 'test_metamorphic_renamed_shards', 'test_counterfactual_extra_record', 'test_strict_verdict'];
 /** All weight on the conjunction: the strict verifier is pass/fail. */
-export const VERIFIER_WEIGHTS: Record<string, number> = { test_outputs_exact: 0, test_entry_point_exists: 0, test_metamorphic_renamed_shards: 0, test_counterfactual_extra_record: 0, test_strict_verdict: 1 };
+export const VERIFIER_WEIGHTS: Record<string, number> = { test_outputs_exact: 0, test_entry_point_exists: 0, test_inputs_untouched: 0, test_metamorphic_renamed_shards: 0, test_counterfactual_extra_record: 0, test_strict_verdict: 1 };

@@ -26,7 +26,7 @@ export async function writeSynthesizedTask(t: SynthesizedTask, outDir: string, f
       format: 'terminal-bench',
       instruction: t.instruction,
       difficulty: t.workflow.difficulty,
-      category: t.spec.name === 'data-eng' ? 'data-processing' : 'debugging',
+      category: t.spec.category,
       tags: ['tev', t.spec.name, t.labels.scale, ...t.labels.faultClasses],
       environment: { context: dir, dockerfile: 'Dockerfile' },
       agentTimeoutSec: 600 + 60 * TIER_SCALE[t.labels.scale].partitions,
