@@ -56,7 +56,7 @@ test('collapse all folds the independent run into one summary node, a click on i
   assert.deepEqual(await graph.summaryIds(), ['fold:c0']);
   assert.deepEqual(await graph.commandIds(), ['c4', 'c5', 'c6', 'c7', 'c8']);
   assert.equal(await graph.collapseAllButton().innerText(), 'Expand all');
-  assert.match(await graph.stats(), /9 commands · 4 edges · \d+ in E · 2 on paths into E \(22%\) · 1 folded \(4 commands\)/);
+  assert.match(await graph.stats(), /9 commands · 4 edges · \d+ in E(?: \(\+\d+ runtime, not drawn\))? · 2 on paths into E \(22%\) · 1 folded \(4 commands\)/);
   const hover = await graph.hoverText('fold:c0');
   assert.match(hover, /^steps 0–3: 4 independent commands: no dependency edge, not on a path into E/);
   assert.match(hover, /first \(c0\): mkdir -p \/app\/out/);

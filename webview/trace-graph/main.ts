@@ -277,7 +277,8 @@ function draw(anchor?: { from: string; to: string }): void {
     hoverable(node, s.id, () => `E (${s.kind}): ${s.name}\nchecked by the verifier`);
   }
   const foldStats = folded.folded > 0 ? ` · ${folded.folded} folded (${folded.hiddenCommands} commands)` : '';
-  stats.textContent = `${g.nodes.length} commands · ${g.edges.length} edges · ${g.sinks.length} in E · ${g.paths.length} on paths into E${g.onPathFraction !== null ? ` (${(g.onPathFraction * 100).toFixed(0)}%)` : ''}${foldStats}`;
+  const runtime = (g.runtimeResources?.files.length ?? 0) + (g.runtimeResources?.processes.length ?? 0);
+  stats.textContent = `${g.nodes.length} commands · ${g.edges.length} edges · ${g.sinks.length} in E${runtime ? ` (+${runtime} runtime, not drawn)` : ''} · ${g.paths.length} on paths into E${g.onPathFraction !== null ? ` (${(g.onPathFraction * 100).toFixed(0)}%)` : ''}${foldStats}`;
   applyEdgeVisibility();
   highlightStep(currentStep);
   restoreHover();

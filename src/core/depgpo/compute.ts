@@ -388,7 +388,7 @@ export function parseProcess(s: string): ProcessRef {
   return { comm: s };
 }
 
-function sameProcess(a: ProcessRef, b: ProcessRef): boolean {
+export function sameProcess(a: ProcessRef, b: ProcessRef): boolean {
   if (a.pid !== undefined && b.pid !== undefined) return a.pid === b.pid;
   return a.comm !== undefined && a.comm === b.comm;
 }

@@ -1,5 +1,6 @@
 import { adjacency } from './compute';
 import type { DepgpoCommand, DepgpoInput, DepgpoResult } from './types';
+import { agentVisibleResources, runtimeCount } from './visible';
 
 /**
  * The dependency graph as the d3 webview (and `tbrl graph --json`) reads it. Ids are strings so the
@@ -16,7 +17,10 @@ export interface GraphView {
   warnings: string[];
   nodes: GraphNode[];
   edges: Array<{ source: string; target: string; kind: 'file' | 'stdout'; labels: readonly string[]; labelCount: number }>;
+  /** The part of E an agent command could have affected (see depgpo/visible.ts). */
   sinks: Array<{ id: string; kind: 'file' | 'port' | 'process'; name: string }>;
+  /** The rest of E, the verifier runtime's own reads: counted ("+7 runtime files"), not drawn. */
+  runtimeResources?: { files: string[]; processes: string[] };
   /** Command -> E: lines still present in an inspected file, or a checked port/process. */
   sinkEdges: Array<{ source: string; target: string; kind: 'file' | 'port' | 'process' }>;
   /** For every command on a dependency path to E, one shortest such path (command ids, then the sink). */
@@ -91,6 +95,7 @@ export function buildGraphView(input: DepgpoInput, result: DepgpoResult, meta: {
     result.sinkFiles[c].length > 0 ? sinkId('file', result.sinkFiles[c][0]) : result.sinkPorts[c].length > 0 ? sinkId('port', result.sinkPorts[c][0]) : sinkId('process', result.sinkProcesses[c][0]);
 
   const nodes = commands.map((cmd, c) => node(cmd, c, result, onPath[c]));
+  const visible = agentVisibleResources(result.resources, commands);
   const paths: GraphView['paths'] = [];
   for (let c = 0; c < n; c++) {
     if (!onPath[c]) continue;
@@ -119,10 +124,11 @@ export function buildGraphView(input: DepgpoInput, result: DepgpoResult, meta: {
     nodes,
     edges: result.edges.map((e) => ({ source: nodeId(e.from), target: nodeId(e.to), kind: e.kind, labels: e.labels, labelCount: e.labelCount })),
     sinks: [
-      ...result.resources.files.map((f) => ({ id: sinkId('file', f), kind: 'file' as const, name: f })),
-      ...result.resources.ports.map((p) => ({ id: sinkId('port', p), kind: 'port' as const, name: String(p) })),
-      ...result.resources.processes.map((p) => ({ id: sinkId('process', p), kind: 'process' as const, name: p })),
+      ...visible.files.map((f) => ({ id: sinkId('file', f), kind: 'file' as const, name: f })),
+      ...visible.ports.map((p) => ({ id: sinkId('port', p), kind: 'port' as const, name: String(p) })),
+      ...visible.processes.map((p) => ({ id: sinkId('process', p), kind: 'process' as const, name: p })),
     ],
+    ...(runtimeCount(visible.runtime) ? { runtimeResources: visible.runtime } : {}),
     sinkEdges,
     paths,
     steps: result.stepScores.map((score, t) => ({
@@ -203,7 +209,8 @@ export function toDot(view: GraphView): string {
 /** What `tbrl graph` prints. */
 export function formatGraphText(view: GraphView): string {
   const out: string[] = [];
-  out.push(`E: files ${list(view.sinks.filter((s) => s.kind === 'file').map((s) => s.name))}; ports ${list(view.sinks.filter((s) => s.kind === 'port').map((s) => s.name))}; processes ${list(view.sinks.filter((s) => s.kind === 'process').map((s) => s.name))}`);
+  const runtime = view.runtimeResources ? runtimeCount(view.runtimeResources) : undefined;
+  out.push(`E: files ${list(view.sinks.filter((s) => s.kind === 'file').map((s) => s.name))}; ports ${list(view.sinks.filter((s) => s.kind === 'port').map((s) => s.name))}; processes ${list(view.sinks.filter((s) => s.kind === 'process').map((s) => s.name))}${runtime ? `; ${runtime} (the verifier runtime's own reads, in --json)` : ''}`);
   out.push('', `Edges (${view.edges.length}):`);
   for (const e of view.edges) out.push(`  ${e.source} -> ${e.target}  ${e.kind.padEnd(6)} ${e.labels.join(', ')}${e.labelCount > e.labels.length ? ` (+${e.labelCount - e.labels.length})` : ''}`);
   for (const e of view.sinkEdges) out.push(`  ${e.source} -> ${e.target}`);

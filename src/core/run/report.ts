@@ -1,6 +1,8 @@
 import type { StepRecord, TrajectoryFooter, TrajectoryHeader } from '../trajectory/schema';
 import { PARSE_ERROR } from '../trajectory/replay';
 import { isMasked, outcomeOf } from './outcome';
+import { trajectoryCommands } from '../depgpo/trajectory';
+import { agentVisibleResources, runtimeCount } from '../depgpo/visible';
 
 /** A short human-readable report of one run, written next to trajectory.jsonl. */
 export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord[]; footer: TrajectoryFooter; policyDescription: string; trajectoryPath: string; warnings?: string[] }): string {
@@ -54,7 +56,10 @@ export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord
     lines.push('Not computed.');
   } else {
     if (d.fallback) lines.push(`Fallback (every f_t = 1): ${d.fallback}`, '');
-    lines.push(`Resource set E: ${d.resources.files.length} file(s)${d.resources.files.length ? ` (${d.resources.files.slice(0, 5).join(', ')}${d.resources.files.length > 5 ? ', …' : ''})` : ''}, ${d.resources.ports.length} port(s), ${d.resources.processes.length} process(es); ${d.edges.length} edge(s).`, '');
+    // The verifier runtime's own reads (/etc/passwd, /tmp/#NNN, PID 1) stay in the trajectory, counted here.
+    const e = agentVisibleResources(d.resources, trajectoryCommands(steps));
+    const runtime = runtimeCount(e.runtime);
+    lines.push(`Resource set E: ${e.files.length} file(s)${e.files.length ? ` (${e.files.slice(0, 5).join(', ')}${e.files.length > 5 ? ', …' : ''})` : ''}, ${e.ports.length} port(s), ${e.processes.length} process(es)${runtime ? ` (${runtime})` : ''}; ${d.edges.length} edge(s).`, '');
     lines.push('| Step | Score s_t | Factor f_t |', '|---|---|---|');
     d.stepScores.forEach((s, i) => lines.push(`| ${steps[i]?.index ?? i} | ${s.toFixed(3)} | ${(d.factors[i] ?? 1).toFixed(3)} |`));
   }

@@ -318,7 +318,7 @@ export class TbrlDebugSession extends DebugSession {
         scopes.push(new Scope('Candidates', this.handles.create(() => candidatesScope(s)), s.candidates.length > 8));
         scopes.push(new Scope('Todos & scratchpad', this.handles.create(() => stateScope(s))));
         scopes.push(new Scope('Files changed', this.handles.create(() => filesScope(s))));
-        scopes.push(new Scope('Reward & credit', this.handles.create(() => runScope(this.footer, index))));
+        scopes.push(new Scope('Reward & credit', this.handles.create(() => runScope(this.footer, index, this.steps))));
       }
     }
     response.body = { scopes };

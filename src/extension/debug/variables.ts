@@ -1,4 +1,6 @@
 import type { StepRecord, TrajectoryFooter } from '../../core/trajectory/schema';
+import { trajectoryCommands } from '../../core/depgpo/trajectory';
+import { agentVisibleResources, runtimeCount } from '../../core/depgpo/visible';
 
 /**
  * The Variables view as a lazy tree: children are built only when the user expands a node, so a
@@ -107,7 +109,7 @@ export function filesScope(step: StepRecord): VarNode[] {
   return out;
 }
 
-export function runScope(footer: TrajectoryFooter | undefined, stepIndex: number): VarNode[] {
+export function runScope(footer: TrajectoryFooter | undefined, stepIndex: number, steps: StepRecord[] = []): VarNode[] {
   if (!footer) return [leaf('status', 'running or interrupted: no reward yet')];
   const out: VarNode[] = [leaf('endReason', footer.endReason)];
   const r = footer.reward;
@@ -130,7 +132,14 @@ export function runScope(footer: TrajectoryFooter | undefined, stepIndex: number
     out.push(leaf('depgpo.stepScore', g.stepScores[stepIndex]));
     out.push(leaf('depgpo.factor', g.factors[stepIndex]));
     if (g.advantages) out.push(leaf('depgpo.advantage', g.advantages[stepIndex]));
-    out.push({ name: 'depgpo.E', value: `${g.resources.files.length} files, ${g.resources.ports.length} ports, ${g.resources.processes.length} processes`, children: () => [jsonNode('files', g.resources.files), jsonNode('ports', g.resources.ports), jsonNode('processes', g.resources.processes)] });
+    // What an agent command could have affected; the verifier runtime's own reads are counted apart.
+    const e = agentVisibleResources(g.resources, trajectoryCommands(steps));
+    const runtime = runtimeCount(e.runtime);
+    out.push({
+      name: 'depgpo.E',
+      value: `${e.files.length} files, ${e.ports.length} ports, ${e.processes.length} processes${runtime ? ` (${runtime})` : ''}`,
+      children: () => [jsonNode('files', e.files), jsonNode('ports', e.ports), jsonNode('processes', e.processes), ...(runtime ? [jsonNode('runtime', e.runtime)] : [])],
+    });
   }
   return out;
 }
