@@ -12,11 +12,11 @@ import { RayJobsClient } from '../../src/core/trainer/jobs';
 import { submitTraining } from '../../src/core/trainer/submit';
 import { parseMetrics } from '../../src/core/trainer/metrics';
 import { REPO, loadVector, makeTask, scratch, writeGroup } from '../unit/trainer-fixtures';
+import { RAY_DASHBOARD_URL } from '../helpers/ray';
 
 // The training dashboard in a real VS Code (code-server) against a real local Ray head running the
 // dryrun preset: the job reaches SUCCEEDED on the page and its metrics are drawn as charts.
-const PORT = Number(process.env.TBRL_RAY_DASHBOARD_PORT ?? 8365);
-const URL_ = `http://127.0.0.1:${PORT}`;
+const URL_ = RAY_DASHBOARD_URL;
 const client = new RayJobsClient({ url: URL_ });
 let startedRay = false;
 let submissionId = '';

@@ -14,13 +14,13 @@ import { RayJobsClient } from '../../src/core/trainer/jobs';
 import { submitTraining } from '../../src/core/trainer/submit';
 import { startRecordingProxy, type RecordingProxy } from '../helpers/recording-proxy';
 import { REPO, loadVector, scratch, writeGroup } from '../unit/trainer-fixtures';
+import { RAY_DASHBOARD_URL } from '../helpers/ray';
 
 // The Trainer view and its commands in a real VS Code (code-server) against a real local Ray head:
 // Connect to Cluster (address in settings, token in SecretStorage), Send Dataset uploading to the
 // cluster's package store, the jobs list with statuses, Stop Job from the view and Open Job Logs.
 // The editor reaches Ray through a recording proxy, so the test sees the token it really sends.
-const PORT = Number(process.env.TBRL_RAY_DASHBOARD_PORT ?? 8365);
-const RAY_URL = `http://127.0.0.1:${PORT}`;
+const RAY_URL = RAY_DASHBOARD_URL;
 const TOKEN = `e2e-token-${process.pid}`;
 const ray = new RayJobsClient({ url: RAY_URL });
 const unique = `${process.pid}-${Date.now()}`;

@@ -16,9 +16,10 @@ import type { SubmitOptions } from '../../src/core/trainer/submit';
 import { parseMetrics } from '../../src/core/trainer/metrics';
 import { TbrlError } from '../../src/core/errors';
 import { REPO, loadVector, makeTask, scratch, writeGroup } from '../unit/trainer-fixtures';
+import { RAY_DASHBOARD_PORT, RAY_DASHBOARD_URL } from '../helpers/ray';
 
-const PORT = Number(process.env.TBRL_RAY_DASHBOARD_PORT ?? 8365);
-const URL_ = `http://127.0.0.1:${PORT}`;
+const PORT = RAY_DASHBOARD_PORT;
+const URL_ = RAY_DASHBOARD_URL;
 const client = new RayJobsClient({ url: URL_ });
 const root = scratch('tbrl-trainer-ray-');
 const task = makeTask(root);

@@ -204,6 +204,10 @@ test('connection: a Ray older than the minimum, a non-Ray server and a proxy tha
     await assert.rejects(conn.checkVersion(), (e: TbrlError) => e.code === 'ray-forbidden' && /was rejected/.test(e.message) && !e.message.includes('tok '));
     answer = { status: 500, body: 'Traceback (most recent call last):\n  File "x"\nValueError: boom' };
     await assert.rejects(new RayJobsClient(conn).list(), (e: TbrlError) => e.code === 'ray-http' && /ValueError: boom/.test(e.message) && /dashboard\.log/.test(e.message));
+    // Two Rays on one machine: the second head's dashboard agent could not bind its port.
+    // Ray 2.60's job_head.submit_job answers exactly this when no agent answered in time.
+    answer = { status: 500, body: 'No available agent to submit job, please try again later.' };
+    await assert.rejects(new RayJobsClient(conn).list(), (e: TbrlError) => e.code === 'ray-no-agent' && /dashboard agent is not running/.test(e.message) && /52365/.test(e.message) && /own ports for every component/.test(e.fix ?? '') && !/internal error/.test(e.fix ?? ''));
     answer = { status: 413, body: 'Request Entity Too Large' };
     await assert.rejects(new RayJobsClient(conn).uploadPackage('gcs://_ray_pkg_ab12.zip', Buffer.alloc(2 * 1048576)), (e: TbrlError) => e.code === 'ray-package-too-large' && /2\.0 MiB/.test(e.message) && /proxy/.test(e.message));
   } finally {

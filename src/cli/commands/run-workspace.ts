@@ -38,7 +38,8 @@ export const runWorkspaceCommand: CliCommand = {
     'The folder needs .devcontainer/devcontainer.json; the workspace is copied into the container, so your',
     'files are not touched. --verify runs in the container after the agent: exit 0 scores 1, else 0.',
     'The agent is a model (endpoint from --base-url, OPENAI_BASE_URL or .tbrl/config.json) or, with --script,',
-    'a JSON array of turns. Output: trajectory.jsonl, report.md and changes.patch (apply with `git apply`).',
+    'a JSON array of turns. Output: trajectory.jsonl, report.md and changes.patch (apply with `git apply`;',
+    'paths your .gitignore ignores and caches such as __pycache__/ are left out, binary files are full-index binary patches).',
     '--n N > 1 samples N candidates per turn and the listwise verifier chooses one.',
   ].join('\n'),
   options: {

@@ -206,5 +206,10 @@ export function httpError(what: string, res: HttpResponse): TbrlError {
   const text = res.text().trim();
   // Ray answers server errors with a Python traceback; its last line is the message that matters.
   const lastLine = text.split('\n').filter((l) => l.trim()).pop() ?? '';
+  if (/No available agent/i.test(text)) {
+    // The dashboard forwards job calls to the head's dashboard agent; this is Ray saying it has none.
+    return new TbrlError('ray-no-agent', `${what} failed with HTTP ${res.status}: the cluster has no job agent ("${lastLine.slice(0, 200)}"). The head node's dashboard agent is not running: it could not bind its port (another Ray on the same machine holds it; Ray's default agent port is 52365), it crashed, or the head started seconds ago.`,
+      'On the head node look at dashboard_agent.log in the session\'s logs folder and `ray status`. Two Rays on one machine each need their own ports for every component (scripts/ray.sh gives the studio\'s head its own: TBRL_RAY_PORT_BASE); right after `ray start`, wait a few seconds and retry.');
+  }
   return new TbrlError('ray-http', `${what} failed with HTTP ${res.status}: ${lastLine.slice(0, 400) || '(empty body)'}`, res.status >= 500 ? 'The cluster had an internal error; `ray logs dashboard.log` on the head node shows the full trace.' : 'Check the request (job id, preset); `tbrl train list` shows known jobs.');
 }
