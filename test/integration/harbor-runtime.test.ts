@@ -117,6 +117,14 @@ describe('Harbor runtime semantics with Docker', () => {
         'solution/solve.sh': '#!/bin/bash\n[ -f /tmp/probed ] && echo "$GREETING" > /app/greeting\n',
         'tests/test.sh': REWARD('[ -n "$EXPECTED" ] && [ "$(cat /app/greeting 2>/dev/null)" = "$EXPECTED" ]'),
       }),
+      // The agent runs as [agent] user, the verifier as its own [verifier] user.
+      users: task('harbor-rt-users', {
+        'task.toml': 'version = "1.0"\n[agent]\ntimeout_sec = 60.0\nuser = "nobody"\n[verifier]\ntimeout_sec = 30.0\nuser = "root"\n',
+        'instruction.md': 'Write your user name into /app/who.\n',
+        'environment/Dockerfile': 'FROM debian:bookworm-slim\nRUN mkdir -p /app && chmod 777 /app\nWORKDIR /app\n',
+        'solution/solve.sh': '#!/bin/bash\nid -un > /app/who\n',
+        'tests/test.sh': REWARD('[ "$(cat /app/who 2>/dev/null)" = nobody ] && [ "$(id -un)" = root ]'),
+      }),
       unhealthy: task('harbor-rt-unhealthy', {
         'task.toml': toml('\n[environment.healthcheck]\ncommand = "test -f /never"\ninterval_sec = 0.2\nretries = 2\n'),
         'instruction.md': 'Nothing.\n',
@@ -136,7 +144,7 @@ describe('Harbor runtime semantics with Docker', () => {
     const paths = Object.values(tasks);
     const results = await validateTasks(paths, { provider, concurrency: 2 });
     const by = Object.fromEntries(Object.keys(tasks).map((k, i) => [k, results[i]]));
-    for (const name of ['solutionCopy', 'separate', 'multiMetric', 'steps', 'sidecar', 'healthcheckEnv']) {
+    for (const name of ['solutionCopy', 'separate', 'multiMetric', 'steps', 'sidecar', 'healthcheckEnv', 'users']) {
       const r = by[name];
       assert.equal(r.valid, true, `${name}: ${r.problems.join('; ')}`);
       assert.equal(r.oracle.score, 1, name);
