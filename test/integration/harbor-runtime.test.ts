@@ -22,6 +22,19 @@ const REWARD = (cond: string) => `#!/bin/bash\nmkdir -p /logs/verifier\nif ${con
 
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
+const STEPS_FILES: Record<string, string> = {
+        'task.toml': 'schema_version = "1.1"\n\n[environment]\nworkdir = "/app"\n\n[[steps]]\nname = "one"\nmin_reward = 1.0\n\n[[steps]]\nname = "two"\n\n[steps.verifier.env]\nEXPECTED = "${TBRL_IT_UNSET_VAR:-two}"\n',
+        'environment/Dockerfile': BASE,
+        'tests/helpers.sh': 'reward() { mkdir -p /logs/verifier; echo "$1" > /logs/verifier/reward.txt; }\n',
+        'steps/one/instruction.md': 'Write one into /app/log.\n',
+        'steps/one/solution/solve.sh': '#!/bin/bash\necho one > /app/log\n',
+        'steps/one/tests/test.sh': '#!/bin/bash\nsource /tests/helpers.sh\n[ "$(cat /app/log)" = one ] && reward 1 || reward 0\n',
+        'steps/two/instruction.md': 'Append the content of seed.txt to /app/log.\n',
+        'steps/two/workdir/seed.txt': 'two\n',
+        'steps/two/solution/solve.sh': '#!/bin/bash\ncat /app/seed.txt >> /app/log\n',
+        'steps/two/tests/test.sh': '#!/bin/bash\nsource /tests/helpers.sh\n[ "$(tail -n1 /app/log)" = "$EXPECTED" ] && reward 1 || reward 0\n',
+};
+
 function task(name: string, files: Record<string, string>): string {
   const dir = join(scratch, name);
   for (const [rel, content] of Object.entries(files)) {
@@ -71,18 +84,7 @@ describe('Harbor runtime semantics with Docker', () => {
         'solution/solve.sh': '#!/bin/bash\ntouch /app/a /app/b\n',
         'tests/test.sh': '#!/bin/bash\nmkdir -p /logs/verifier\na=0; b=0\n[ -f /app/a ] && a=1\n[ -f /app/b ] && b=1\necho "{\\"correctness\\": $a, \\"completeness\\": $b}" > /logs/verifier/reward.json\n',
       }),
-      steps: task('harbor-rt-steps', {
-        'task.toml': 'schema_version = "1.1"\n\n[environment]\nworkdir = "/app"\n\n[[steps]]\nname = "one"\nmin_reward = 1.0\n\n[[steps]]\nname = "two"\n\n[steps.verifier.env]\nEXPECTED = "${TBRL_IT_UNSET_VAR:-two}"\n',
-        'environment/Dockerfile': BASE,
-        'tests/helpers.sh': 'reward() { mkdir -p /logs/verifier; echo "$1" > /logs/verifier/reward.txt; }\n',
-        'steps/one/instruction.md': 'Write one into /app/log.\n',
-        'steps/one/solution/solve.sh': '#!/bin/bash\necho one > /app/log\n',
-        'steps/one/tests/test.sh': '#!/bin/bash\nsource /tests/helpers.sh\n[ "$(cat /app/log)" = one ] && reward 1 || reward 0\n',
-        'steps/two/instruction.md': 'Append the content of seed.txt to /app/log.\n',
-        'steps/two/workdir/seed.txt': 'two\n',
-        'steps/two/solution/solve.sh': '#!/bin/bash\ncat /app/seed.txt >> /app/log\n',
-        'steps/two/tests/test.sh': '#!/bin/bash\nsource /tests/helpers.sh\n[ "$(tail -n1 /app/log)" = "$EXPECTED" ] && reward 1 || reward 0\n',
-      }),
+      steps: task('harbor-rt-steps', STEPS_FILES),
       sidecar: task('harbor-rt-sidecar', {
         'task.toml': toml('\n[environment]\nnetwork_mode = "no-network"\n'),
         'instruction.md': 'Fetch the token from http://api:8000/ into /app/token.\n',
@@ -115,6 +117,14 @@ describe('Harbor runtime semantics with Docker', () => {
         'solution/solve.sh': '#!/bin/bash\n[ -f /tmp/probed ] && echo "$GREETING" > /app/greeting\n',
         'tests/test.sh': REWARD('[ -n "$EXPECTED" ] && [ "$(cat /app/greeting 2>/dev/null)" = "$EXPECTED" ]'),
       }),
+      // The agent runs as [agent] user, the verifier as its own [verifier] user.
+      users: task('harbor-rt-users', {
+        'task.toml': 'version = "1.0"\n[agent]\ntimeout_sec = 60.0\nuser = "nobody"\n[verifier]\ntimeout_sec = 30.0\nuser = "root"\n',
+        'instruction.md': 'Write your user name into /app/who.\n',
+        'environment/Dockerfile': 'FROM debian:bookworm-slim\nRUN mkdir -p /app && chmod 777 /app\nWORKDIR /app\n',
+        'solution/solve.sh': '#!/bin/bash\nid -un > /app/who\n',
+        'tests/test.sh': REWARD('[ "$(cat /app/who 2>/dev/null)" = nobody ] && [ "$(id -un)" = root ]'),
+      }),
       unhealthy: task('harbor-rt-unhealthy', {
         'task.toml': toml('\n[environment.healthcheck]\ncommand = "test -f /never"\ninterval_sec = 0.2\nretries = 2\n'),
         'instruction.md': 'Nothing.\n',
@@ -134,7 +144,7 @@ describe('Harbor runtime semantics with Docker', () => {
     const paths = Object.values(tasks);
     const results = await validateTasks(paths, { provider, concurrency: 2 });
     const by = Object.fromEntries(Object.keys(tasks).map((k, i) => [k, results[i]]));
-    for (const name of ['solutionCopy', 'separate', 'multiMetric', 'steps', 'sidecar', 'healthcheckEnv']) {
+    for (const name of ['solutionCopy', 'separate', 'multiMetric', 'steps', 'sidecar', 'healthcheckEnv', 'users']) {
       const r = by[name];
       assert.equal(r.valid, true, `${name}: ${r.problems.join('; ')}`);
       assert.equal(r.oracle.score, 1, name);
@@ -166,5 +176,17 @@ describe('Harbor runtime semantics with Docker', () => {
     assert.equal(reward.tests, 0.75);
     assert.match(reward.metricsRule ?? '', /mean of 2 metrics/);
     assert.match(readFileSync(result.reportPath, 'utf8'), /reward\.json metrics: correctness = 1, style = 0\.5/);
+  });
+
+  it('runs [[steps]] as one conversation: each step verified, min_reward stops the rest', async () => {
+    const solved = await runTask({ taskDir: task('harbor-rt-steps-run', STEPS_FILES), outDir: join(scratch, 'steps-oracle'), policy: 'oracle', sandboxProvider: provider, trace: false });
+    assert.equal(solved.footer.reward?.tests, 1);
+    assert.match(solved.footer.reward?.metricsRule ?? '', /mean over 2 verified step\(s\) \(one: 1, two: 1\)/);
+    assert.deepEqual(solved.steps.map((s) => s.index), solved.steps.map((_, i) => i));
+    const idle = new ScriptedPolicy([finishTurn('nothing to do')], { kind: 'scripted', description: 'idle' });
+    const stopped = await runTask({ taskDir: join(scratch, 'harbor-rt-steps-run'), outDir: join(scratch, 'steps-idle'), policyOverride: idle, sandboxProvider: provider, trace: false });
+    assert.equal(stopped.footer.reward?.tests, 0);
+    assert.match(stopped.footer.reward?.metricsRule ?? '', /stopped after one \(reward = 0 < min_reward 1\)/);
+    assert.ok(stopped.warnings.some((w) => /Stopped after step one/.test(w)));
   });
 });

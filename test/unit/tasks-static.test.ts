@@ -146,6 +146,8 @@ test('compose services besides client are a warning (tbrl runs one container)', 
 
 test('the bundled example and the fixtures pass the static checks as loaded from disk', async () => {
   for (const dir of ['examples/hello-world', 'test/fixtures/tasks/tb-log-summary', 'test/fixtures/tasks/harbor-csv-stats']) {
-    assert.deepEqual(await staticCheckTask(await loadTask(join(ROOT, dir))), [], dir);
+    // The Harbor fixture carries a table of its own to prove round trips keep it; Harbor ignores such keys, and the checks say so.
+    const expected = dir.endsWith('harbor-csv-stats') ? ["'custom_table' is not a Harbor 1.3 task.toml key; it is ignored."] : [];
+    assert.deepEqual((await staticCheckTask(await loadTask(join(ROOT, dir)))).map((f) => f.message), expected, dir);
   }
 });

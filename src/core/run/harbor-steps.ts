@@ -7,7 +7,10 @@ import { resolveEnvTemplates } from '../tasks/harbor-runtime';
 import { harborRewardOf, runTests, type TestRunResult } from '../reward/tests';
 import { tarOf } from '../reward/archive';
 import { exists } from '../tasks/fsutil';
-import { verifierTestOptions, waitHealthy, withVerifierSandbox } from './task-sandbox';
+import { installSolution, verifierTestOptions, waitHealthy, withVerifierSandbox } from './task-sandbox';
+import { runAgentLoop, type LoopOptions, type LoopResult } from '../agent/loop';
+import { taskMessage } from '../agent/prompt';
+import type { Policy } from '../agent/policy';
 
 /**
  * Harbor `[[steps]]`: one environment, the steps in order, each with its own instruction, optional
@@ -101,4 +104,52 @@ function aggregate(results: StepResult[], strategy: 'mean' | 'final', stoppedAt:
   const chosen = harborRewardOf(metrics)!;
   const rule = `${strategy === 'final' ? 'final step' : `mean over ${verified.length} verified step(s)`} (${results.map((r) => `${r.name}: ${r.run.error ? 'verifier error' : r.run.tests}`).join(', ')})${stoppedAt ? `; stopped after ${stoppedAt}` : ''}; reward = ${chosen.rule}`;
   return { tests: Math.round(chosen.value * 1e12) / 1e12, outcomes, metrics, metricsRule: rule, durationMs, log, ...(crashed ? {} : {}) };
+}
+
+/**
+ * `tbrl run` of a multi-step task: one agent conversation over the steps. Step 1 starts it with
+ * the task message; each later step arrives as a new user message carrying that step's instruction,
+ * with the agent's todos and scratchpad kept. Each step's loop has the step's own timeout; the
+ * oracle policy runs each step's solve.sh (at /solution). Step indices continue across steps.
+ */
+export async function runStepsWithAgent(o: {
+  task: Task;
+  sandbox: Sandbox;
+  provider: SandboxProvider;
+  runId: string;
+  loopOptions: LoopOptions;
+  /** Builds the oracle for a step (undefined: the run's own policy goes on). */
+  oracleFor?: (stepTask: Task) => Policy;
+  hostEnv: NodeJS.ProcessEnv;
+  onStepStart?: (step: HarborStep) => void;
+}): Promise<{ loop: LoopResult; testRun?: TestRunResult; stoppedAt?: string }> {
+  let loop: LoopResult | undefined;
+  const stepsRun = await runHarborSteps(o.task, o.sandbox, o.provider, o.runId, async (stepTask, step) => {
+    o.onStepStart?.(step);
+    if (o.oracleFor) await installSolution(stepTask, o.sandbox, o.hostEnv);
+    const base = o.loopOptions;
+    const resume = loop
+      ? { messages: [...loop.messages, { role: 'user' as const, content: taskMessage(stepTask) }], state: loop.state, nextStep: (loop.steps.at(-1)?.index ?? -1) + 1 }
+      : undefined;
+    const used = loop ? loop.steps.length : 0;
+    const result = await runAgentLoop({
+      ...base,
+      task: stepTask,
+      ...(o.oracleFor ? { policy: offsetPolicy(o.oracleFor(stepTask), resume?.nextStep ?? 0) } : {}),
+      limits: { ...base.limits, maxSteps: Math.max(0, base.limits.maxSteps - used), maxTimeMs: Math.min(base.limits.maxTimeMs ?? Infinity, stepTask.agentTimeoutSec * 1000) },
+      ...(resume ? { resume } : {}),
+    });
+    loop = loop ? { ...result, steps: [...loop.steps, ...result.steps], durationMs: loop.durationMs + result.durationMs, usage: { promptTokens: loop.usage.promptTokens + result.usage.promptTokens, completionTokens: loop.usage.completionTokens + result.usage.completionTokens } } : result;
+    if (result.endReason === 'interrupted' || result.endReason === 'cancelled') return { error: `the run was ${result.endReason}` };
+    return {};
+  }, o.hostEnv);
+  if (!loop) throw new TbrlError('STEP_FAILED', stepsRun.error ?? 'no step ran', 'Check steps/<name>/workdir/setup.sh and the step healthchecks.');
+  if (stepsRun.error && !stepsRun.run) loop = { ...loop, endMessage: stepsRun.error };
+  return { loop, ...(stepsRun.run ? { testRun: stepsRun.run } : {}), ...(stepsRun.stoppedAt ? { stoppedAt: stepsRun.stoppedAt } : {}) };
+}
+
+/** A scripted (oracle) policy counts its turns from 0; a later step's loop starts at a later index. */
+function offsetPolicy(inner: Policy, offset: number): Policy {
+  if (offset === 0) return inner;
+  return Object.assign(Object.create(inner) as Policy, { next: (context: Parameters<Policy['next']>[0]) => inner.next({ ...context, step: context.step - offset }) });
 }

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { TbrlError, errorMessage } from '../errors';
 import type { Policy } from '../agent/policy';
-import { runAgentLoop, type BeforeExecuteDecision, type LoopResult, type PendingTurn } from '../agent/loop';
+import { runAgentLoop, type BeforeExecuteDecision, type LoopOptions, type LoopResult, type PendingTurn } from '../agent/loop';
 import { createOraclePolicy } from '../agent/oracle';
 import { loadSystemPrompt } from '../agent/prompt';
 import { createModelPolicy } from '../model/policy';
@@ -25,7 +25,9 @@ import { resolveRunConfig, type ResolvedRunConfig, type RunConfigInput } from '.
 import { depgpoInput, toDepgpoRecord } from '../depgpo/trajectory';
 import { computeDepgpo } from '../depgpo/compute';
 import { renderReport } from './report';
-import { computeReward } from '../reward/index';
+import { combineReward, computeReward } from '../reward/index';
+import type { TestRunResult } from '../reward/tests';
+import { runStepsWithAgent } from './harbor-steps';
 import { createProgressRecorder, type ProgressRecorder } from '../synth/progress';
 import { snapshotChangedFiles, ORIGINALS_DIR, SNAPSHOT_DIR } from '../attribution/snapshot';
 import { containerImage, imageOriginals, originalImageOf, unknownOriginals, workspaceOriginals, type OriginalSource } from '../attribution/originals';
@@ -146,9 +148,6 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
   const fork = options.forkFrom ? await prepareFork(options.forkFrom, cwd) : undefined;
   progress({ type: 'phase', phase: 'task', message: `Loading task ${options.taskDir}` });
   const task = options.task ?? (await loadTask(resolve(cwd, options.taskDir), { allowPrivileges: options.allowPrivileges ?? allowListFrom(undefined, env) }));
-  if (task.harbor?.steps) {
-    throw new TbrlError('TASK_UNSUPPORTED_FIELD', `Task ${task.id} is a multi-step Harbor task ([[steps]]): tbrl validate runs its steps (oracle and empty agent, per-step verifiers, min_reward, ${task.harbor.stepRewardStrategy} reward), but an agent run of steps is not supported yet.`, 'Validate it with `tbrl validate`, or run one step as a single-step task.');
-  }
   const config = resolveRunConfig(options, env, cwd);
   let policyHeader: TrajectoryHeader['policy'];
   let verifierHeader: TrajectoryHeader['verifier'];
@@ -251,7 +250,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
 
     progress({ type: 'phase', phase: 'agent', message: `Running ${policy.description} (max ${config.maxSteps} steps, ${maxTimeSec} s${config.maxTokens ? `, ${config.maxTokens} tokens` : ''})` });
     const w = writer;
-    loop = await runAgentLoop({
+    const loopOptions: LoopOptions = {
       policy,
       sandbox,
       task,
@@ -273,7 +272,15 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
         if (e.type === 'step-start') progress({ type: 'step-start', step: e.step });
         if (e.type === 'step-done') progress({ type: 'step', step: e.step });
       },
-    });
+    };
+    // Harbor [[steps]]: each step's agent turn and verifier in order (harbor-steps.ts); the steps' reward is the run's.
+    let stepsTestRun: TestRunResult | undefined;
+    if (task.harbor?.steps && !fork) {
+      const ran = await runStepsWithAgent({ task, sandbox, provider, runId, loopOptions, hostEnv: env, ...(policyHeader.kind === 'oracle' ? { oracleFor: createOraclePolicy } : {}), onStepStart: (s) => progress({ type: 'info', message: `Step ${s.name}` }) });
+      loop = ran.loop;
+      stepsTestRun = ran.testRun;
+      if (ran.stoppedAt) warn(`Stopped after step ${ran.stoppedAt}.`);
+    } else loop = await runAgentLoop(loopOptions);
 
     const kept = steps.filter((s) => s.checkpoint && !fork?.copied.includes(s)).length;
     if (kept > 0) progress({ type: 'info', message: `${kept} checkpoint image(s) kept for fork / step back; \`tbrl gc\` removes them once this process has exited.` });
@@ -281,6 +288,8 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
     if (!options.skipReward && !interrupted && options.scoreRun) {
       progress({ type: 'phase', phase: 'reward', message: 'Scoring the run' });
       reward = await options.scoreRun(sandbox, options.signal);
+    } else if (!options.skipReward && !interrupted && task.harbor?.steps && !fork) {
+      reward = combineReward(stepsTestRun ?? { error: { kind: 'sandbox-error', message: loop.endMessage ?? 'no step was verified', logTail: '' } }, undefined);
     } else if (!options.skipReward && !interrupted) {
       progress({ type: 'phase', phase: 'reward', message: config.judge ? `Running the tests and the judge (${config.judge.model})` : 'Running the tests' });
       const judge = config.judge ? { backend: { kind: 'openai' as const, ...config.judge } } : undefined;

@@ -205,7 +205,15 @@ export async function withVerifierSandbox<T>(task: Task, sandbox: Sandbox, provi
   const checkpoint = await sandbox.checkpoint(-1);
   let verifier: Sandbox | undefined;
   try {
-    verifier = await provider.fork(checkpoint, { runId, ...taskSandboxSpec(task, hostEnv), workdir: checkpoint.cwd });
+    const v = task.harbor.verifier;
+    // Its own container: the verifier's network_mode and user apply to the whole of it.
+    verifier = await provider.fork(checkpoint, {
+      runId,
+      ...taskSandboxSpec(task, hostEnv),
+      workdir: checkpoint.cwd,
+      ...(v.network ? { network: v.network === 'public' } : {}),
+      ...(v.user !== undefined ? { user: v.user } : {}),
+    });
     return await body(verifier);
   } finally {
     await verifier?.close().catch(() => undefined);
@@ -220,6 +228,7 @@ export function verifierTestOptions(task: Task, hostEnv: NodeJS.ProcessEnv = pro
   const env = resolveEnvTemplates(v.env, hostEnv, '[verifier].env');
   return {
     ...(Object.keys(env).length > 0 ? { env } : {}),
-    ...(v.user !== undefined && v.user !== task.harbor?.agent.user ? { user: v.user } : {}),
+    // A separate verifier's container already runs as its user (withVerifierSandbox).
+    ...(v.user !== undefined && v.user !== task.harbor?.agent.user && v.mode === 'shared' ? { user: v.user } : {}),
   };
 }

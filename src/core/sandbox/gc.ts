@@ -45,6 +45,10 @@ export async function gcSandboxes(conn: DockerConnection, options: { all?: boole
         (err) => { if (statusCode(err) !== 404 && statusCode(err) !== 409) throw err; },
       );
     }
+    // Networks of Harbor sidecars (src/core/run/task-sandbox.ts): gone once their containers are.
+    for (const n of await conn.docker.listNetworks({ filters: { label: [LABEL_PROJECT] } })) {
+      if (dead(n.Labels)) await conn.docker.getNetwork(n.Id).remove().catch(() => undefined);
+    }
   } catch (err) {
     throw mapDockerError(err, 'collecting leftover sandboxes', ctx);
   }

@@ -57,7 +57,8 @@ export interface HarborSidecar {
 
 export interface HarborRuntime {
   agent: HarborPhase;
-  verifier: HarborPhase & { mode: 'shared' | 'separate' };
+  /** `network`: the verifier's own network_mode (only a separate verifier can have one of its own). */
+  verifier: HarborPhase & { mode: 'shared' | 'separate'; network?: 'public' | 'no-network' };
   solution: { env: Record<string, string> };
   environment: {
     network: 'public' | 'no-network';
@@ -242,7 +243,7 @@ export async function readHarborRuntime(dir: string, f: FieldReader): Promise<Ha
   if (strategy !== undefined && strategy !== 'mean' && strategy !== 'final') f.fail(['multi_step_reward_strategy'], `must be "mean" or "final", got ${JSON.stringify(strategy)}`);
   return {
     agent: { user: userOf(f, ['agent', 'user']), env: env(['agent', 'env']) },
-    verifier: { user: userOf(f, ['verifier', 'user']), env: env(['verifier', 'env']), mode },
+    verifier: { user: userOf(f, ['verifier', 'user']), env: env(['verifier', 'env']), mode, ...(verifierNet === 'public' || verifierNet === 'no-network' ? { network: verifierNet } : {}) },
     solution: { env: env(['solution', 'env']) },
     environment: {
       network,
