@@ -158,3 +158,16 @@ test('an entrypoint that exits still leaves a working shell, with a note naming 
     await sb.close();
   }
 });
+
+test('a Terminal-Bench run-tests.sh that sources the harness\'s setup-uv-pytest.sh scores on the stand-in, offline or not', async () => {
+  const dir = task('tb1-harness-scripts', {
+    Dockerfile: 'FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app\n',
+    'solution.sh': '#!/bin/bash\necho 42 > /app/answer.txt\n',
+    // Verbatim the shape of most original TB1 tasks: the two scripts come from the harness.
+    'run-tests.sh': '#!/bin/bash\nsource $TEST_DIR/setup-uv-pytest.sh\nbash $TEST_DIR/run-uv-pytest.sh\n',
+    'tests/test_outputs.py': 'def test_answer():\n    assert open("/app/answer.txt").read().strip() == "42"\n',
+  });
+  const r = await oracleRun(dir);
+  assert.equal(r.header.sandbox?.substitutedFrom, 'ghcr.io/laude-institute/t-bench/python-3-13:20250620');
+  assert.deepEqual(r.footer.outcome, { class: 'passed' }, JSON.stringify(r.footer.reward?.testError));
+});
