@@ -22,10 +22,24 @@ function prepareStandinDir(recipe) {
   const missing = pins.filter((p) => { const [name, version] = p.toLowerCase().split('=='); return !have.some((f) => f.startsWith(`${name.replace(/-/g, '_')}-${version}-`)); });
   if (missing.length === 0) return;
   const arch = process.arch === 'arm64' ? 'aarch64' : 'x86_64';
-  const r = spawnSync('python3', ['-m', 'pip', 'download', '-q', '--only-binary=:all:', '--python-version', '3.11',
+  const pip = hostPip();
+  if (!pip) {
+    console.log('[setup] no pip on the host to download the stand-in wheels; the stand-in build will try PyPI itself');
+    return;
+  }
+  const r = spawnSync(pip[0], [...pip.slice(1), 'download', '-q', '--only-binary=:all:', '--python-version', '3.11',
     '--platform', `manylinux_2_17_${arch}`, '--platform', `manylinux2014_${arch}`, '--platform', 'any', '-d', `${STANDIN}/wheels`, ...missing], { encoding: 'utf8' });
   // Without them the recipe installs from PyPI inside the build, where a registry is reachable.
   if (r.status !== 0) console.log(`[setup] could not download ${missing.join(' ')} on the host (${(r.stderr || r.error?.message || '').trim().split('\n').pop()}); the stand-in build will try PyPI itself`);
+}
+
+/** A pip to download with: the host's, the Ray venv's, or one in a throwaway venv. */
+function hostPip() {
+  const works = (cmd) => spawnSync(cmd[0], [...cmd.slice(1), '--version'], { encoding: 'utf8' }).status === 0;
+  for (const cmd of [['python3', '-m', 'pip'], ['.venv/ray/bin/pip']]) if (works(cmd)) return cmd;
+  const venv = '/tmp/tbrl-standin-pip';
+  if (!existsSync(`${venv}/bin/pip`) && spawnSync('python3', ['-m', 'venv', venv]).status !== 0) return undefined;
+  return works([`${venv}/bin/pip`]) ? [`${venv}/bin/pip`] : undefined;
 }
 
 for (const [tag, file] of Object.entries(map.standins)) {

@@ -31,11 +31,16 @@ const oneLine = (s) => (s ?? '').split('\n').map((l) => l.trim()).find(Boolean)?
 function rootCause(r) {
   if (r.load.status === 'failed') return ['invalid task', oneLine(r.load.message)];
   if (r.build.status === 'failed') return ['environment_error', oneLine(r.build.message)];
-  if (r.oracle.status === 'failed') return [r.oracle.outcome ?? 'failed', `reference: ${oneLine(r.oracle.message)}`];
+  if (r.oracle.status === 'failed') return [r.oracle.outcome ?? 'failed', `reference: ${withLastLine(r.oracle.message)}`];
   if (r.empty.status === 'failed') return [r.empty.outcome ?? 'failed', `empty agent: ${oneLine(r.empty.message)}`];
   if (r.static.status === 'failed') return ['invalid task', `static: ${oneLine(r.problems[0])}`];
   return ['', ''];
 }
+/** "the reference solution exited with 1:" says little alone: add the output's last line. */
+const withLastLine = (s) => {
+  const lines = (s ?? '').split('\n').map((l) => l.trim()).filter(Boolean);
+  return oneLine(lines.length > 1 && lines[0].endsWith(':') ? `${lines[0]} ${lines[lines.length - 1]}` : lines[0]);
+};
 const mark = (s) => (s === 'passed' ? 'yes' : s === 'failed' ? 'no' : '-');
 const rows = results.map((r) => {
   const [outcome, cause] = rootCause(r);

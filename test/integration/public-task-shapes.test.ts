@@ -158,3 +158,34 @@ test('an entrypoint that exits still leaves a working shell, with a note naming 
     await sb.close();
   }
 });
+
+test('a Terminal-Bench run-tests.sh that sources the harness\'s setup-uv-pytest.sh scores on the stand-in, offline or not', async () => {
+  const dir = task('tb1-harness-scripts', {
+    Dockerfile: 'FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app\n',
+    'solution.sh': '#!/bin/bash\necho 42 > /app/answer.txt\n',
+    // Verbatim the shape of most original TB1 tasks: the two scripts come from the harness.
+    'run-tests.sh': '#!/bin/bash\nsource $TEST_DIR/setup-uv-pytest.sh\nbash $TEST_DIR/run-uv-pytest.sh\n',
+    'tests/test_outputs.py': 'def test_answer():\n    assert open("/app/answer.txt").read().strip() == "42"\n',
+  });
+  const r = await oracleRun(dir);
+  assert.equal(r.header.sandbox?.substitutedFrom, 'ghcr.io/laude-institute/t-bench/python-3-13:20250620');
+  assert.deepEqual(r.footer.outcome, { class: 'passed' }, JSON.stringify(r.footer.reward?.testError));
+});
+
+test('DepGPO credits a chmod the verifier checks with access(), traced end to end', async () => {
+  const dir = task('chmod-credit', {
+    Dockerfile: 'FROM python:3.13-slim\nWORKDIR /app\nRUN printf "#!/bin/sh\\necho hi\\n" > /app/run.sh && echo notes > /app/notes.txt\n',
+    'solution.sh': '#!/bin/bash\nls /app\nchmod +x /app/run.sh\n',
+    'tests/test_outputs.py': 'import os\ndef test_executable():\n    assert os.access("/app/run.sh", os.X_OK)\n',
+  });
+  const r = await runTask({ taskDir: dir, outDir: join(dir, 'run'), env, cwd: scratch, policy: 'oracle', trace: true, sandboxProvider: provider });
+  if (r.header.sandbox?.image.startsWith('tbrl-task/')) built.add(r.header.sandbox.image);
+  assert.deepEqual(r.footer.outcome, { class: 'passed' });
+  const d = r.footer.depgpo;
+  assert.ok(d && !d.fallback, JSON.stringify(d?.fallback));
+  const chmodStep = r.steps.findIndex((s) => s.actions.some((a) => a.kind === 'bash' && String((a.input as { cmd?: string }).cmd).includes('chmod')));
+  const lsStep = r.steps.findIndex((s) => s.actions.some((a) => a.kind === 'bash' && String((a.input as { cmd?: string }).cmd).startsWith('ls')));
+  assert.ok(chmodStep >= 0 && lsStep >= 0 && chmodStep !== lsStep, 'the two commands ran as separate steps');
+  assert.equal(d.stepScores[chmodStep], 1, JSON.stringify(d));
+  assert.equal(d.stepScores[lsStep], 0);
+});

@@ -32,9 +32,14 @@ test('a verifier that could not reach a host names the host and what the task ne
   assert.equal(unreachableHost("pip._vendor.urllib3.exceptions.NameResolutionError: <HTTPSConnection(host='pypi.org', port=443)>: Failed to resolve 'pypi.org'"), 'pypi.org');
   assert.equal(unreachableHost('ssh: Could not resolve hostname: Temporary failure in name resolution'), 'a network host');
   assert.equal(unreachableHost('E   AssertionError: 3 != 4'), undefined);
+  const harness = verifierError({ kind: 'crash', message: 'the test runner exited with 127 before pytest printed a summary', logTail: '/tests/run-tests.sh: line 3: tests/setup-uv-pytest.sh: No such file or directory\nbash: tests/run-uv-pytest.sh: No such file or directory\n' });
+  assert.equal(harness.cause, 'the verifier needs tests/setup-uv-pytest.sh (No such file or directory), which is not in the container: the task needs it pre-provisioned');
+  assert.match(verifierError({ kind: 'crash', message: 'x', logTail: 'run-tests.sh: line 2: uv: command not found\n' }).cause ?? '', /^the verifier needs uv \(command not found\)/);
   // Without a network cause the kind and message are the cause, and a stand-in is named.
-  const noSummary = verifierError({ kind: 'no-summary', message: 'the test output has no pytest short test summary', logTail: 'bash: pytest: command not found' }, 'python:3.13-slim');
+  const noSummary = verifierError({ kind: 'no-summary', message: 'the test output has no pytest short test summary', logTail: 'collected 0 items' }, 'python:3.13-slim');
   assert.equal(noSummary.cause, 'no-summary: the test output has no pytest short test summary (on a stand-in for python:3.13-slim)');
+  const noPytest = verifierError({ kind: 'crash', message: 'x', logTail: 'bash: pytest: command not found' }, 'python:3.13-slim');
+  assert.equal(noPytest.cause, 'the verifier needs pytest (command not found), which is not in the container: the task needs it pre-provisioned (on a stand-in for python:3.13-slim)');
 });
 
 test('errors thrown by the run: context overflow and model errors come from the model client, the rest is the environment', () => {

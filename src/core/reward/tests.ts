@@ -1,4 +1,4 @@
-import { access, readFile } from 'node:fs/promises';
+import { access, readFile, readdir } from 'node:fs/promises';
 import { basename, relative, sep } from 'node:path';
 import { TbrlError, errorMessage } from '../errors';
 import type { ExecResult, Sandbox } from '../sandbox/types';
@@ -8,6 +8,7 @@ import type { TestOutcome } from '../trajectory/schema';
 import { toVerifierTrace } from '../trace/traced-sandbox';
 import { tarOf } from './archive';
 import { parsePytestOutput, taskRelativeNodeId } from './pytest-summary';
+import { tb1HarnessScriptsFor } from './tb1-harness';
 import { scoreTests } from './weights';
 
 /**
@@ -122,6 +123,11 @@ async function installTests(task: Task, sandbox: Sandbox, testDir: string, layer
     else return { kind: 'task-error', message: `Task ${task.id} has no ${task.tests.runner}. Fix: add run-tests.sh that runs pytest with -rA on $TEST_DIR.`, logTail: '' };
   }
   const testsDirExists = await exists(task.tests.dir);
+  if (task.format === 'terminal-bench' && extra.length) {
+    const runner = extra[0].content.toString();
+    const shipped = new Set(testsDirExists ? await readdir(task.tests.dir) : []);
+    extra.push(...tb1HarnessScriptsFor(runner, (name) => shipped.has(name)));
+  }
   try {
     // As root, whoever the image's USER is: Harbor's /logs/verifier is a mount any verifier user can write.
     const prep = await sandbox.execArgv(['sh', '-c', `rm -rf -- ${shq(testDir)} && mkdir -p ${shq(testDir)} ${HARBOR_REWARD_DIR} && chmod 777 ${HARBOR_REWARD_DIR} && rm -f ${HARBOR_REWARD_DIR}/reward.txt ${HARBOR_REWARD_DIR}/reward.json`], { timeoutMs: 30_000, user: '0' });

@@ -62,7 +62,15 @@ export function verifierError(testError: NonNullable<RewardRecord['testError']>,
   const host = unreachableHost(`${testError.logTail}\n${testError.message}`);
   if (host) return { class: 'verifier_error', cause: `the verifier could not reach ${host}: the task needs network or pre-provisioned tools` };
   const substituted = substitutedFrom ? ` (on a stand-in for ${substitutedFrom})` : '';
+  const missing = missingThing(testError.logTail);
+  if (missing) return { class: 'verifier_error', cause: `the verifier needs ${missing}, which is not in the container: the task needs it pre-provisioned${substituted}` };
   return { class: 'verifier_error', cause: `${testError.kind}: ${oneLine(testError.message) ?? ''}${substituted}`.trim() };
+}
+
+/** `uv: command not found`, `tests/setup.sh: No such file or directory`: what the test runner looked for and did not find. */
+export function missingThing(log: string): string | undefined {
+  const m = /(?:^|\n)(?:[^\n:]*: )?(?:line \d+: )?([^\s:]+): (command not found|No such file or directory)/.exec(log);
+  return m ? `${m[1]} (${m[2]})` : undefined;
 }
 
 // A host is dotted (astral.sh, pypi.org): "Could not resolve hostname" must not yield "name".
