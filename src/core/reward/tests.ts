@@ -51,6 +51,8 @@ export interface TestRunResult {
   verifierTrace?: VerifierTrace;
   /** The raw command trace, for callers that want line-level detail of the verifier's own writes. */
   commandTrace?: CommandTrace;
+  /** Files found in /logs/verifier before the verifier ran (planted by the agent): deleted unread. */
+  discardedBeforeVerification?: string[];
 }
 
 export interface RunTestsOptions {
@@ -93,7 +95,7 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** Copies the tests in: a fresh /tests, so nothing the agent left there (a conftest.py) can steer the run. */
-async function installTests(task: Task, sandbox: Sandbox, testDir: string): Promise<{ script: string } | TestError> {
+async function installTests(task: Task, sandbox: Sandbox, testDir: string): Promise<{ script: string; discarded: string[] } | TestError> {
   const extra = [];
   let script: string;
   if (task.tests.kind === 'harbor-reward') {
@@ -108,14 +110,17 @@ async function installTests(task: Task, sandbox: Sandbox, testDir: string): Prom
     else return { kind: 'task-error', message: `Task ${task.id} has no ${task.tests.runner}. Fix: add run-tests.sh that runs pytest with -rA on $TEST_DIR.`, logTail: '' };
   }
   const testsDirExists = await exists(task.tests.dir);
+  const discarded: string[] = [];
   try {
-    const prep = await sandbox.execArgv(['sh', '-c', `rm -rf -- ${shq(testDir)} && mkdir -p ${shq(testDir)} ${HARBOR_REWARD_DIR} && rm -f ${HARBOR_REWARD_DIR}/reward.txt ${HARBOR_REWARD_DIR}/reward.json`], { timeoutMs: 30_000 });
+    // Anything in the reward directory before the verifier runs was planted: listed (for the flag) and deleted unread.
+    const prep = await sandbox.execArgv(['sh', '-c', `find ${HARBOR_REWARD_DIR} -mindepth 1 -maxdepth 2 2>/dev/null | head -n 50; rm -rf -- ${shq(testDir)} && mkdir -p ${shq(testDir)} ${HARBOR_REWARD_DIR} && find ${HARBOR_REWARD_DIR} -mindepth 1 -delete`], { timeoutMs: 30_000 });
     if (prep.exitCode !== 0) return { kind: 'sandbox-error', message: `could not prepare ${testDir} in the container (exit ${prep.exitCode})`, logTail: tail(prep.output, DEFAULT_TAIL) };
+    discarded.push(...prep.output.split('\n').map((l) => l.trim()).filter((l) => l.startsWith(`${HARBOR_REWARD_DIR}/`)));
     await sandbox.putArchive(await tarOf(testsDirExists ? task.tests.dir : undefined, extra), testDir);
   } catch (err) {
     return { kind: 'sandbox-error', message: `could not copy the tests into the container: ${errorMessage(err)}`, logTail: '' };
   }
-  return { script };
+  return { script, discarded };
 }
 
 /**
@@ -164,6 +169,7 @@ export async function runTests(options: RunTestsOptions): Promise<TestRunResult>
     log: exec.output,
     verifierTrace: exec.trace ? verifierTraceOf(exec.trace, [testDir, HARBOR_REWARD_DIR]) : undefined,
     commandTrace: exec.trace,
+    ...(installed.discarded.length ? { discardedBeforeVerification: installed.discarded } : {}),
   };
   const logTail = tail(exec.output, tailChars);
 
