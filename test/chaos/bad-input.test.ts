@@ -181,7 +181,7 @@ chaosCase('trajectory with a corrupted line in the middle (200 random byte flips
       kept++;
     } catch (err) {
       assertClear(err, /bad\.jsonl(: line \d+)?/);
-      assert.ok(['trajectory-corrupt', 'trajectory-no-header', 'trajectory-schema', 'trajectory-version'].includes((err as TbrlError).code), (err as TbrlError).code);
+      assert.ok(['trajectory-corrupt', 'trajectory-shape', 'trajectory-no-header', 'trajectory-schema', 'trajectory-version'].includes((err as TbrlError).code), (err as TbrlError).code);
       corrupt++;
     }
   }), { numRuns: 200, seed: SEED + 3 });

@@ -28,7 +28,7 @@ export interface MatrixView {
 }
 
 export interface RewardRow {
-  group: 'tests' | 'judge' | 'pprs' | 'total';
+  group: 'tests' | 'judge' | 'pprs' | 'total' | 'tampering';
   name: string;
   /** The row's value in [0,1] (a test: 1 passed, 0 otherwise). */
   value?: number;
@@ -130,5 +130,7 @@ function rewardRows(r: RewardRecord | undefined, unfinished: boolean): StepView[
   }
   if (r.pprs) rows.push({ group: 'pprs', name: 'Φ(s_T)', value: r.pprs.phi, weight: r.pprs.lambda, detail: `R = 1[pass=${r.pprs.pass}] + λ·Φ, λ = ${r.pprs.lambda}` });
   rows.push({ group: 'total', name: 'total', value: r.total, detail: r.pprs ? 'PPRS' : `${r.weights.tests}·tests + ${r.weights.judge}·judge` });
+  // What the agent did to what scores it (syscall trace, pre-verification check): shown under the total.
+  for (const f of r.tampering ?? []) rows.push({ group: 'tampering', name: f.kind, detail: `${f.step !== undefined ? `step ${f.step}: ` : ''}${f.detail}` });
   return { rows };
 }

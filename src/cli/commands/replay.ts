@@ -1,7 +1,7 @@
 import type { CliCommand } from '../command';
 import { UsageError } from '../command';
 import { readTrajectory } from '../../core/trajectory/reader';
-import { formatTrajectory } from '../../core/trajectory/replay';
+import { formatTrajectory, sanitizeForTerminal } from '../../core/trajectory/replay';
 import { toAtif, toEpisode } from '../../core/trajectory/export';
 
 export const replayCommand: CliCommand = {
@@ -22,7 +22,7 @@ export const replayCommand: CliCommand = {
     const t = await readTrajectory(path);
     if (format === 'episode') console.log(JSON.stringify(toEpisode(t), null, 2));
     else if (format === 'atif') console.log(JSON.stringify(toAtif(t), null, 2));
-    else console.log(formatTrajectory(t, { candidates: values.candidates === true, maxChars: values.full === true ? Infinity : 1500 }));
+    else console.log(sanitizeForTerminal(formatTrajectory(t, { candidates: values.candidates === true, maxChars: values.full === true ? Infinity : 1500 })));
     for (const w of format === 'text' ? [] : t.warnings) console.error(`warning: ${w}`);
     return 0;
   },

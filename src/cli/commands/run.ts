@@ -6,6 +6,7 @@ import { actionSummary, PARSE_ERROR } from '../../core/trajectory/replay';
 import { outcomeLine } from '../../core/run/report';
 import type { StepRecord } from '../../core/trajectory/schema';
 import { TbrlError } from '../../core/errors';
+import { outcomeOf } from '../../core/run/outcome';
 import { runAttempts, type AttemptsOutcome } from '../../core/verifier/attempts';
 import { judgeFailureLine } from '../../core/reward';
 import { basename, join, resolve } from 'node:path';
@@ -133,7 +134,9 @@ export const runCommand: CliCommand = {
         ? await forkRun({ ...baseOptions, taskDir: positionals[0], trajectoryPath: forkFrom, step: forkStep!, outDir: values.out as string | undefined })
         : await runTask({ ...baseOptions, outDir: values.out as string | undefined });
       printSummary(result);
-      return result.footer.endReason === 'interrupted' ? 130 : 0;
+      if (result.footer.endReason === 'interrupted') return 130;
+      // A run cut short by the model (it hung until the time limit, or failed) is not a success.
+      return outcomeOf(result.footer).class === 'model_error' || /while the policy was answering/.test(result.footer.endMessage ?? '') ? 1 : 0;
     } catch (err) {
       const result = (err as { result?: RunTaskResult }).result;
       if (err instanceof TbrlError && result) {

@@ -19,6 +19,9 @@ export interface CallOverrides {
   signal?: AbortSignal;
 }
 
+/** What Node's fetch (undici) says when the peer goes away mid-response. */
+const DROPPED_MID_BODY = /terminated|other side closed|socket hang up|ECONNRESET|EPIPE|UND_ERR_SOCKET|premature close|Premature close/;
+
 const DEFAULTS = { timeoutMs: 120_000, maxRetries: 3, concurrency: 8, retryBaseMs: 500, retryMaxMs: 20_000 };
 
 /** An answer that came back 200 but cannot be used (not JSON, no choices). Retried like a 5xx. */
@@ -177,6 +180,10 @@ export class ModelClient {
     if (err instanceof MalformedAnswer || err instanceof SyntaxError) return { kind: 'malformed', detail: this.redact(errorMessage(err)) };
     if (err instanceof OpenAI.APIConnectionTimeoutError) return { kind: 'timeout', detail: `no answer within ${this.config.timeoutMs ?? DEFAULTS.timeoutMs} ms` };
     if (err instanceof OpenAI.APIConnectionError) return { kind: 'connection', detail: this.redact(causeChain(err)) };
+    // A server that drops the connection mid-body fails while the answer is read, outside the client's own connection errors.
+    if (DROPPED_MID_BODY.test(causeChain(err)) || DROPPED_MID_BODY.test(String((err as { code?: string }).code ?? ''))) {
+      return { kind: 'connection', detail: `the connection dropped while the answer was read: ${this.redact(causeChain(err))}` };
+    }
     if (err instanceof OpenAI.APIError) {
       const status = err.status ?? 0;
       const serverSays = this.redact(errorMessage(err));

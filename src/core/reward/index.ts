@@ -2,7 +2,8 @@ import { TbrlError } from '../errors';
 import type { Sandbox } from '../sandbox/types';
 import type { Task } from '../tasks/model';
 import type { VerifierTrace } from '../trace/types';
-import type { RewardRecord, TrajectoryLine } from '../trajectory/schema';
+import type { RewardRecord, StepRecord, TamperFlag, TrajectoryLine } from '../trajectory/schema';
+import { tamperFlags } from './tampering';
 import { Judge, type JudgeOptions, type JudgeResult } from './judge/index';
 import { runTests, TASK_ERROR_KINDS, type RunTestsOptions, type TestRunResult, type TestErrorKind } from './tests';
 
@@ -127,5 +128,24 @@ export async function computeReward(options: ComputeRewardOptions): Promise<Comp
   if (judge && !(options.judge instanceof Judge)) judge.close();
 
   const reward = combineReward(testRun, judge && configured.judge > 0 ? judged ?? { missing: 'judge did not run' } : undefined, configured);
+  const steps = stepsOf(options.trajectoryLines);
+  const tampering = [
+    ...(testRun.discardedBeforeVerification ?? []).map((path): TamperFlag => ({ kind: 'reward-file', path, detail: `${path} existed before the verifier ran; it was deleted unread` })),
+    ...tamperFlags(steps, { testDir: options.tests?.testDir }),
+  ];
+  if (tampering.length) reward.tampering = tampering;
   return { reward, verifierTrace: testRun.verifierTrace, testRun, judge: judged };
+}
+
+/** The step records of a trajectory given as records, JSONL lines or JSONL text; lines that do not parse are skipped. */
+function stepsOf(lines: TrajectoryLine[] | string[] | string): StepRecord[] {
+  const records = (typeof lines === 'string' ? lines.split('\n') : lines).map((l) => {
+    if (typeof l !== 'string') return l;
+    try {
+      return JSON.parse(l) as TrajectoryLine;
+    } catch {
+      return undefined;
+    }
+  });
+  return records.filter((r): r is StepRecord => (r as { type?: string } | undefined)?.type === 'step');
 }

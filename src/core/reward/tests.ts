@@ -56,6 +56,8 @@ export interface TestRunResult {
   metrics?: Record<string, number>;
   /** Which metric (or rule over them) became `tests`, in words, for the report. */
   metricsRule?: string;
+  /** Files found in /logs/verifier before the verifier ran (planted by the agent): deleted unread. */
+  discardedBeforeVerification?: string[];
 }
 
 export interface RunTestsOptions {
@@ -104,7 +106,7 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** Copies the tests in: a fresh /tests, so nothing the agent left there (a conftest.py) can steer the run. */
-async function installTests(task: Task, sandbox: Sandbox, testDir: string, layers?: string[]): Promise<{ script: string } | TestError> {
+async function installTests(task: Task, sandbox: Sandbox, testDir: string, layers?: string[]): Promise<{ script: string; discarded: string[] } | TestError> {
   const extra = [];
   let script: string;
   if (layers) {
@@ -128,17 +130,20 @@ async function installTests(task: Task, sandbox: Sandbox, testDir: string, layer
     const shipped = new Set(testsDirExists ? await readdir(task.tests.dir) : []);
     extra.push(...tb1HarnessScriptsFor(runner, (name) => shipped.has(name)));
   }
+  const discarded: string[] = [];
   try {
     // As root, whoever the image's USER is: Harbor's /logs/verifier is a mount any verifier user can write.
-    const prep = await sandbox.execArgv(['sh', '-c', `rm -rf -- ${shq(testDir)} && mkdir -p ${shq(testDir)} ${HARBOR_REWARD_DIR} && chmod 777 ${HARBOR_REWARD_DIR} && rm -f ${HARBOR_REWARD_DIR}/reward.txt ${HARBOR_REWARD_DIR}/reward.json`], { timeoutMs: 30_000, user: '0' });
+    // Anything in the reward directory before the verifier runs was planted: listed (for the flag) and deleted unread.
+    const prep = await sandbox.execArgv(['sh', '-c', `find ${HARBOR_REWARD_DIR} -mindepth 1 -maxdepth 2 2>/dev/null | head -n 50; rm -rf -- ${shq(testDir)} && mkdir -p ${shq(testDir)} ${HARBOR_REWARD_DIR} && chmod 777 ${HARBOR_REWARD_DIR} && find ${HARBOR_REWARD_DIR} -mindepth 1 -delete`], { timeoutMs: 30_000, user: '0' });
     if (prep.exitCode !== 0) return { kind: 'sandbox-error', message: `could not prepare ${testDir} in the container (exit ${prep.exitCode})`, logTail: tail(prep.output, DEFAULT_TAIL) };
+    discarded.push(...prep.output.split('\n').map((l) => l.trim()).filter((l) => l.startsWith(`${HARBOR_REWARD_DIR}/`)));
     if (layers) {
       for (const dir of layers) if (await exists(dir)) await sandbox.putArchive(await tarOf(dir), testDir);
     } else await sandbox.putArchive(await tarOf(testsDirExists ? task.tests.dir : undefined, extra), testDir);
   } catch (err) {
     return { kind: 'sandbox-error', message: `could not copy the tests into the container: ${errorMessage(err)}`, logTail: '' };
   }
-  return { script };
+  return { script, discarded };
 }
 
 /**
@@ -191,6 +196,7 @@ export async function runTests(options: RunTestsOptions): Promise<TestRunResult>
     log: exec.output,
     verifierTrace: exec.trace ? verifierTraceOf(exec.trace, [testDir, HARBOR_REWARD_DIR]) : undefined,
     commandTrace: exec.trace,
+    ...(installed.discarded.length ? { discardedBeforeVerification: installed.discarded } : {}),
   };
   const logTail = tail(exec.output, tailChars);
 

@@ -3,6 +3,7 @@ import { PARSE_ERROR } from '../trajectory/replay';
 import { isMasked, outcomeOf } from './outcome';
 import { trajectoryCommands } from '../depgpo/trajectory';
 import { agentVisibleResources, runtimeCount } from '../depgpo/visible';
+import { describeTamperFlags } from '../reward/tampering';
 
 /** A short human-readable report of one run, written next to trajectory.jsonl. */
 export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord[]; footer: TrajectoryFooter; policyDescription: string; trajectoryPath: string; warnings?: string[] }): string {
@@ -36,6 +37,10 @@ export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord
     if (r.testError) lines.push(`- tests could not be scored: ${r.testError.kind} — ${oneLine(r.testError.message)}`);
     if (r.judge) lines.push('missing' in r.judge ? `- judge: not run (${r.judge.missing})` : `- judge: ${r.judge.score.toFixed(3)} (${r.judge.backend}, prompt ${r.judge.promptVersion})`);
     if (r.pprs) lines.push(`- PPRS: pass=${r.pprs.pass}, Φ=${r.pprs.phi.toFixed(3)}, λ=${r.pprs.lambda}`);
+    if (r.tampering?.length) {
+      lines.push('', '**Reward tampering** (from the syscall trace and the verifier\'s pre-check):', '');
+      for (const line of describeTamperFlags(r.tampering)) lines.push(`- ${line}`);
+    }
     if (r.testOutcomes?.length) {
       lines.push('', '| Test | Status | Weight |', '|---|---|---|');
       for (const t of r.testOutcomes) lines.push(`| ${t.name} | ${t.status} | ${t.weight} |`);

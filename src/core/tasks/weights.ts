@@ -53,6 +53,11 @@ export function parseTestWeights(file: string, text: string): Record<string, num
     }
     weights[name] = value;
   }
+  // Each weight finite is not enough: 1e308 + 1e308 overflows, and normalising by Infinity gives NaN.
+  const sum = Object.values(weights).reduce((a, b) => a + b, 0);
+  if (!Number.isFinite(sum)) {
+    throw new TbrlError('TASK_FIELD_INVALID', `${file}: the weights sum to ${sum}, which is not a finite number`, `Use weights that sum to 1, e.g.\n${EXAMPLE}`);
+  }
   return weights;
 }
 

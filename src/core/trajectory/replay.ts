@@ -1,6 +1,7 @@
 import type { Trajectory } from './reader';
 import type { ActionRecord, RewardRecord, StepRecord } from './schema';
 import { isMasked, outcomeOf } from '../run/outcome';
+import { describeTamperFlags } from '../reward/tampering';
 
 /** Parse errors are recorded among the actions, in their place in the turn, under this kind. */
 export const PARSE_ERROR = 'parse_error';
@@ -103,6 +104,16 @@ export function formatStep(s: StepRecord, options: ReplayOptions = {}): string {
   return out.join('\n');
 }
 
+/**
+ * Container output is the agent's: escape sequences in it (cursor moves, title changes, OSC 52
+ * clipboard writes) must not reach the user's terminal. C0/C1 controls other than newline and tab
+ * are shown as \xNN; the trajectory file keeps the raw bytes.
+ */
+export function sanitizeForTerminal(text: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
 /** The whole run as readable text: header, each step, footer (or why there is none). */
 export function formatTrajectory(t: Trajectory, options: ReplayOptions = {}): string {
   const h = t.header;
@@ -121,6 +132,7 @@ export function formatTrajectory(t: Trajectory, options: ReplayOptions = {}): st
       const r = f.reward;
       out.push(`Reward: ${r.total.toFixed(3)}${r.tests !== undefined ? ` (tests ${r.tests.toFixed(3)})` : ''}${r.testError ? ` (tests not scored: ${r.testError.kind})` : ''}`);
       for (const o of r.testOutcomes ?? []) out.push(`  ${o.status === 'passed' ? '✓' : '✗'} ${o.name} (${o.status}, weight ${o.weight})`);
+      for (const line of describeTamperFlags(r.tampering ?? [])) out.push(`  ⚠ reward tampering: ${line}`);
       out.push(...rewardBreakdown(r));
     } else {
       out.push('Reward: not computed');

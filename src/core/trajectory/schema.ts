@@ -158,6 +158,17 @@ export interface RewardRecord {
   pprs?: { pass: boolean; phi: number; lambda: number };
   weights: { tests: number; judge: number };
   total: number;
+  /** Reward tampering seen in the trace or found before verification (src/core/reward/tampering.ts). */
+  tampering?: TamperFlag[];
+}
+
+/** Something the agent did to what scores it: written tests or hooks, a rewritten runner, a read solution, a planted reward. */
+export interface TamperFlag {
+  kind: 'test-files' | 'test-hook' | 'test-runner' | 'solution-read' | 'reward-file';
+  path: string;
+  /** The step whose command did it; absent for what was found before verification. */
+  step?: number;
+  detail: string;
 }
 
 export interface DepgpoRecord {

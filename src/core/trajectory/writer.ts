@@ -76,7 +76,19 @@ export class TrajectoryWriter {
     if (this.fd === undefined) throw new TbrlError('trajectory-closed', `${this.path} is closed.`, 'Open a new writer for a new run.');
     const buf = Buffer.from(JSON.stringify(line) + '\n', 'utf8');
     let off = 0;
-    while (off < buf.length) off += writeSync(this.fd, buf, off, buf.length - off);
-    fsyncSync(this.fd);
+    try {
+      while (off < buf.length) off += writeSync(this.fd, buf, off, buf.length - off);
+      fsyncSync(this.fd);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOSPC' && code !== 'EDQUOT' && code !== 'EFBIG') throw err;
+      // The lines before this one are whole and on disk; a cut last line is what the reader skips as interrupted.
+      throw new TbrlError(
+        'DISK_FULL',
+        `${this.path}: the disk is full (${code}) while writing a ${line.type} record; the lines written before it are kept.`,
+        'Free space on that disk (or pass --out on another one) and run again; `tbrl replay` reads the steps kept so far.',
+        { cause: err },
+      );
+    }
   }
 }

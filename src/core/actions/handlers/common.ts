@@ -1,5 +1,6 @@
 /** What every handler shares: the outcome shape, path resolution in the sandbox, error wording. */
 import { posix } from 'node:path';
+import { TbrlError } from '../../errors';
 import type { ActionContext, ParsedAction } from '../types';
 import type { CommandTrace } from '../../trace/types';
 import { wrapWithTrailer } from '../bound';
@@ -76,6 +77,8 @@ export async function shellCwd(ctx: ActionContext): Promise<string> {
 
 export async function resolvePath(ctx: ActionContext, path: string): Promise<string> {
   const p = path.trim();
+  // The kernel ends a path at NUL: "/app/x\0.py" would write /app/x and report the other name.
+  if (p.includes('\0')) throw new TbrlError('ACTION_BAD_PATH', `the path ${JSON.stringify(p)} contains a NUL byte, which no file name can hold.`, 'Give the path without control characters.');
   if (p.startsWith('/')) return posix.normalize(p);
   const dirs = await shellDirs(ctx);
   if (p === '~' || p.startsWith('~/')) return posix.join(dirs.home, p.slice(1));
