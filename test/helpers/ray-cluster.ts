@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { get } from 'node:http';
 
 /**
  * A real local multi-node Ray cluster for the eval tests and benchmark: a head and worker nodes
@@ -13,6 +14,8 @@ export interface LocalRayCluster {
   nodes: Array<{ name: string; starter: ChildProcess }>;
   /** SIGKILLs the raylet of worker node i (1-based): the node is lost as if the machine went away. */
   killWorkerRaylet(i: number): number;
+  /** The raylet PID of worker node i (1-based). */
+  rayletPid(i: number): number | undefined;
   stop(): Promise<void>;
 }
 
@@ -38,7 +41,8 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
   const workers = options.workers ?? 2;
   const temp = `/tmp/tbrl-eval-ray-${base}`;
   mkdirSync(temp, { recursive: true });
-  const env = { ...process.env, PATH: `${VENV}/bin:${process.env.PATH}`, RAY_USAGE_STATS_ENABLED: '0' };
+  // RAY_AUTH_MODE: a token file in ~/.ray (another cluster's) would otherwise switch this one to token auth.
+  const env = { ...process.env, PATH: `${VENV}/bin:${process.env.PATH}`, RAY_USAGE_STATS_ENABLED: '0', RAY_AUTH_MODE: 'disabled' };
   const nodes: LocalRayCluster['nodes'] = [];
   const common = ['--node-ip-address', '127.0.0.1', '--num-gpus', '0', '--object-store-memory', '100000000', '--disable-usage-stats', '--block'];
   const ports = (i: number): string[] => {
@@ -51,15 +55,22 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
   };
   const dashboard = `http://127.0.0.1:${base + 1}`;
   start('head', ['--head', '--port', String(base), '--dashboard-host', '127.0.0.1', '--dashboard-port', String(base + 1), '--ray-client-server-port', String(base + 2), '--temp-dir', temp, '--num-cpus', '1', '--include-dashboard', 'true', ...ports(0)]);
-  await waitFor(async () => (await fetch(`${dashboard}/api/version`).catch(() => undefined))?.ok === true, 90_000, 'the Ray head dashboard');
-  for (let i = 1; i <= workers; i++) start(`worker-${i}`, ['--address', `127.0.0.1:${base}`, '--num-cpus', '1', '--resources', JSON.stringify({ docker: options.dockerSlots ?? 4 }), ...ports(i)]);
-  await waitFor(async () => aliveDockerNodes(dashboard).then((n) => n >= workers), 90_000, `${workers} worker nodes with the docker resource`);
+  await waitFor(async () => (await getJson(`${dashboard}/api/version`)) !== undefined, 120_000, 'the Ray head dashboard');
+  // One at a time: nodes started together on one host can pick the same plasma socket name and crash.
+  for (let i = 1; i <= workers; i++) {
+    start(`worker-${i}`, ['--address', `127.0.0.1:${base}`, '--num-cpus', '1', '--resources', JSON.stringify({ docker: options.dockerSlots ?? 4 }), ...ports(i)]);
+    await waitFor(async () => aliveDockerNodes(dashboard).then((n) => n >= i), 90_000, `worker node ${i} with the docker resource`);
+  }
+  const rayletPid = (i: number): number | undefined => {
+    const node = nodes.find((n) => n.name === `worker-${i}`)!;
+    return descendants(node.starter.pid!).find((p) => /\/raylet$/.test(commandOf(p).split(' ')[0]));
+  };
   return {
     dashboard,
     nodes,
+    rayletPid,
     killWorkerRaylet(i) {
-      const node = nodes.find((n) => n.name === `worker-${i}`)!;
-      const raylet = descendants(node.starter.pid!).find((p) => /\braylet\b/.test(commandOf(p).split(' ')[0]));
+      const raylet = rayletPid(i);
       if (!raylet) throw new Error(`no raylet under worker-${i}`);
       process.kill(raylet, 'SIGKILL');
       return raylet;
@@ -89,10 +100,27 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
 }
 
 export async function aliveDockerNodes(dashboard: string): Promise<number> {
-  const res = await fetch(`${dashboard}/api/v0/nodes`).catch(() => undefined);
-  if (!res?.ok) return 0;
-  const body = (await res.json()) as { data?: { result?: { result?: Array<{ state?: string; resources_total?: Record<string, number> }> } } };
+  const body = (await getJson(`${dashboard}/api/v0/nodes`)) as { data?: { result?: { result?: Array<{ state?: string; resources_total?: Record<string, number> }> } } };
   return (body.data?.result?.result ?? []).filter((n) => n.state === 'ALIVE' && (n.resources_total?.docker ?? 0) > 0).length;
+}
+
+/** Plain http (not fetch): Ray's dashboard refuses requests with the browser headers fetch adds. */
+function getJson(url: string): Promise<unknown> {
+  return new Promise((res) => {
+    const req = get(url, (r) => {
+      let body = '';
+      r.on('data', (d) => (body += d));
+      r.on('end', () => {
+        try {
+          res(r.statusCode === 200 ? JSON.parse(body) : undefined);
+        } catch {
+          res(undefined);
+        }
+      });
+    });
+    req.on('error', () => res(undefined));
+    req.setTimeout(5000, () => req.destroy());
+  });
 }
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {

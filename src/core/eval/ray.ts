@@ -9,7 +9,7 @@ import { packageRoot } from '../sandbox/package-root';
 import { TRIAL_SCHEMA, type JobConfig, type TrialRecord } from './job';
 import type { TrialBackend } from './run-job';
 import type { TrialSpec } from './trial';
-import { RAY_DRIVER_FILE, RAY_DRIVER_SOURCE, RESULT_PREFIX, START_PREFIX } from './ray-driver';
+import { RAY_DRIVER_FILE, RAY_DRIVER_SOURCE, RESULT_PREFIX, RUNNING_MARKER, START_PREFIX } from './ray-driver';
 
 export interface RayEvalCluster {
   url: string;
@@ -22,6 +22,8 @@ export interface RayEvalCluster {
   nodeRetries?: number;
   python?: string;
   onInfo?: (message: string) => void;
+  /** A Ray task began a trial on a node (again, after its first node was lost). */
+  onTrialRunning?: (e: { trial: string; node: string; rayletPid: number }) => void;
 }
 
 /** What a node needs to run trials: the CLI bundle, its prompts and image recipes, the tasks, the driver. */
@@ -106,7 +108,7 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
       await client.submit({
         entrypoint: `${cluster.python ?? 'python'} ${RAY_DRIVER_FILE}`,
         submission_id: submissionId,
-        runtime_env: { working_dir: uri, env_vars: { PYTHONUNBUFFERED: '1' } },
+        runtime_env: { working_dir: uri, env_vars: { PYTHONUNBUFFERED: '1', RAY_DEDUP_LOGS: '0' } },
         metadata: { tbrl: job.versions.tbrl, kind: 'eval', trials: String(trials.length) },
         entrypoint_num_cpus: 0,
       });
@@ -117,7 +119,11 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
       let buffer = '';
       let chain: Promise<void> = Promise.resolve();
       const onLine = async (line: string): Promise<void> => {
-        if (line.startsWith(START_PREFIX)) {
+        const running = line.indexOf(RUNNING_MARKER);
+        if (running >= 0) {
+          const e = JSON.parse(line.slice(running + RUNNING_MARKER.length)) as { trial: string; node: string; raylet_pid: number };
+          cluster.onTrialRunning?.({ trial: e.trial, node: e.node, rayletPid: e.raylet_pid });
+        } else if (line.startsWith(START_PREFIX)) {
           const name = (JSON.parse(line.slice(START_PREFIX.length)) as { trial: string }).trial;
           const spec = byName.get(name);
           if (spec && !started.has(name)) {

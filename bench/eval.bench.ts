@@ -1,0 +1,169 @@
+// Eval-job benchmark (issue 17). Sections (all by default; name some to run only those):
+//   harbor  16 oracle trials of 4 tasks at concurrency 8: `tbrl eval` vs `harbor run -n 8` (Harbor 0.25,
+//           its oracle agent and docker environment, on the same tasks converted to Harbor format) vs
+//           eight separate `tbrl run` processes at a time.
+//   ray     64 oracle trials: local `tbrl eval --concurrency 8` vs the same on a local 2-worker Ray cluster.
+//   resume  time from `tbrl eval --resume` to the first new trial on a 1,000-trial job directory.
+// Run: npm run build && node --import tsx bench/eval.bench.ts [harbor] [ray] [resume]
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { makeEvalTasks } from '../test/helpers/eval-fixture';
+import { startLocalRayCluster } from '../test/helpers/ray-cluster';
+import { convertTask } from '../src/core/tasks/convert';
+import { DockerSandboxProvider } from '../src/core/sandbox/provider';
+import { LABEL_PID } from '../src/core/sandbox/types';
+import { prepareJob } from '../src/core/eval/run-job';
+import { TRIAL_SCHEMA, computeResults, trialDir, trialName, writeJsonAtomic, type JobResults, type TrialRecord } from '../src/core/eval/job';
+
+const CLI = resolve('dist/cli.js');
+const HARBOR = resolve('.venv/harbor/bin/harbor');
+const only = process.argv.slice(2);
+const want = (s: string): boolean => only.length === 0 || only.includes(s);
+const scratch = mkdtempSync(join(tmpdir(), 'tbrl-eval-bench-'));
+
+function tbrl(args: string[]): { sec: number; out: string } {
+  const t = Date.now();
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (r.status !== 0) throw new Error(`tbrl ${args.join(' ')} failed:\n${r.stderr.slice(-3000)}`);
+  return { sec: (Date.now() - t) / 1000, out: r.stdout };
+}
+
+function resultsOf(job: string): JobResults {
+  return JSON.parse(readFileSync(join(job, 'results.json'), 'utf8')) as JobResults;
+}
+
+async function parallelRuns(tasks: string[], trialsPerTask: number, slots: number): Promise<number> {
+  const queue = tasks.flatMap((t) => Array.from({ length: trialsPerTask }, (_, k) => ({ t, k })));
+  const t0 = Date.now();
+  const worker = async (): Promise<void> => {
+    for (let item = queue.shift(); item; item = queue.shift()) {
+      const { t, k } = item;
+      await new Promise<void>((res, rej) => {
+        const p = spawn(process.execPath, [CLI, 'run', t, '--policy', 'oracle', '--out', join(scratch, 'runs', `${t.split('/').pop()}-${k}`)], { stdio: 'ignore' });
+        p.on('exit', (code) => (code === 0 ? res() : rej(new Error(`tbrl run ${t} exited ${code}`))));
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: slots }, worker));
+  return (Date.now() - t0) / 1000;
+}
+
+function row(name: string, sec: number, trials: number, baselineSec?: number, baselineName?: string): void {
+  const perMin = (trials / sec) * 60;
+  console.log(`| ${name} | ${sec.toFixed(1)} s, ${perMin.toFixed(1)} trials/min |${baselineSec ? ` ${baselineName} ${baselineSec.toFixed(1)} s, ${((trials / baselineSec) * 60).toFixed(1)} trials/min | **${(baselineSec / sec).toFixed(2)}x** |` : ''}`);
+}
+
+async function harborSection(): Promise<void> {
+  const root = makeEvalTasks(['t1', 't2', 't3', 't4'], join(scratch, 'tb'));
+  const tasks = ['t1', 't2', 't3', 't4'].map((t) => join(root, t));
+  // Warm the image cache once so no contender pays for the build.
+  tbrl(['run', tasks[0], '--policy', 'oracle', '--out', join(scratch, 'warm')]);
+
+  const job = join(scratch, 'job-16');
+  const ours = tbrl(['eval', ...tasks, '--attempts', '4', '--concurrency', '8', '--policy', 'oracle', '--job-dir', job, '--json']);
+  const r = resultsOf(job);
+  if (r.overall.outcomes.passed !== 16) throw new Error(`tbrl eval: expected 16 passed, got ${JSON.stringify(r.overall.outcomes)}`);
+
+  const separate = await parallelRuns(tasks, 4, 8);
+
+  // The same tasks in Harbor's format, their stand-in base image named directly (Harbor builds with compose, offline).
+  const hdir = join(scratch, 'harbor-tasks');
+  for (const t of tasks) {
+    const out = join(hdir, t.split('/').pop()!);
+    await convertTask(t, out, 'harbor');
+    for (const f of ['environment/Dockerfile', 'Dockerfile']) {
+      try {
+        const p = join(out, f);
+        writeFileSync(p, readFileSync(p, 'utf8').replace(/^FROM\s+ghcr\.io\/laude-institute\/t-bench\/python-3-13\S*/m, 'FROM tbrl-standin/python:3'));
+      } catch {
+        /* not in this layout */
+      }
+    }
+  }
+  const env = { ...process.env, DOCKER_CONFIG: resolve('.venv/harbor/docker-config'), LITELLM_LOCAL_MODEL_COST_MAP: 'True', PATH: `${resolve('.venv/harbor/bin')}:${process.env.PATH}` };
+  const h0 = Date.now();
+  const h = spawnSync(HARBOR, ['run', '-p', hdir, '-a', 'oracle', '-n', '8', '-k', '4', '-o', join(scratch, 'harbor-jobs'), '--yes'], { env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const harborSec = (Date.now() - h0) / 1000;
+  if (h.status !== 0) console.error(`harbor run exited ${h.status}:\n${(h.stdout + h.stderr).slice(-3000)}`);
+  const hjob = readdirSync(join(scratch, 'harbor-jobs')).map((d) => join(scratch, 'harbor-jobs', d))[0];
+  const hres = JSON.parse(readFileSync(join(hjob, 'result.json'), 'utf8'));
+  console.log(`harbor result: ${JSON.stringify(hres.stats?.evals ?? hres.stats).slice(0, 300)}`);
+  console.log('\n| 16 oracle trials, 4 tasks, concurrency 8 | measured | baseline | ratio |\n|---|---|---|---|');
+  row('`tbrl eval`', ours.sec, 16, harborSec, '`harbor run -n 8`');
+  row('`tbrl eval`', ours.sec, 16, separate, '8 separate `tbrl run`');
+  row('8 separate `tbrl run`', separate, 16, harborSec, '`harbor run -n 8`');
+}
+
+async function raySection(): Promise<void> {
+  const root = makeEvalTasks(['r1', 'r2', 'r3', 'r4'], join(scratch, 'ray-tasks'));
+  const tasks = ['r1', 'r2', 'r3', 'r4'].map((t) => join(root, t));
+  tbrl(['run', tasks[0], '--policy', 'oracle', '--out', join(scratch, 'warm-ray')]);
+  const local = tbrl(['eval', ...tasks, '--attempts', '16', '--concurrency', '8', '--policy', 'oracle', '--job-dir', join(scratch, 'job-local'), '--json']);
+  const cluster = await startLocalRayCluster({ workers: 2, dockerSlots: 4 });
+  try {
+    const onRay = tbrl(['eval', ...tasks, '--attempts', '16', '--concurrency', '8', '--policy', 'oracle', '--job-dir', join(scratch, 'job-ray'), '--ray', cluster.dashboard, '--json']);
+    const lr = resultsOf(join(scratch, 'job-local'));
+    const rr = resultsOf(join(scratch, 'job-ray'));
+    console.log(`local: ${JSON.stringify(lr.overall.outcomes)}; ray: ${JSON.stringify(rr.overall.outcomes)}`);
+    console.log('\n| 64 oracle trials, concurrency 8 | measured | baseline | ratio |\n|---|---|---|---|');
+    console.log(`| 2-worker local Ray cluster | ${onRay.sec.toFixed(1)} s | local \`tbrl eval\` ${local.sec.toFixed(1)} s | **${(onRay.sec / local.sec).toFixed(2)}x** overhead (target ≤ 1.15x); ${(((onRay.sec - local.sec) / 64) * 1000).toFixed(0)} ms per trial |`);
+  } finally {
+    await cluster.stop();
+  }
+}
+
+async function resumeSection(): Promise<void> {
+  const root = makeEvalTasks(['s1', 's2', 's3', 's4'], join(scratch, 'resume-tasks'));
+  const jobDir = join(scratch, 'job-1000');
+  const { job } = await prepareJob({ inputs: ['s1', 's2', 's3', 's4'].map((t) => join(root, t)), jobDir, run: { attempts: 250, policy: 'oracle' }, concurrency: 1 });
+  const records: TrialRecord[] = [];
+  for (const task of job.tasks) {
+    for (let a = 1; a <= 250; a++) {
+      if (task.name === 's4' && a === 250) continue; // the one missing trial
+      const trial = trialName(task.name, a);
+      const now = new Date().toISOString();
+      const rec: TrialRecord = { schema: TRIAL_SCHEMA, trial, task: task.name, attempt: a, outcome: { class: 'passed' as const }, reward: 1, tokens: { prompt: 0, completion: 0 }, wallSec: 5, startedAt: now, endedAt: now, retries: 0 };
+      writeJsonAtomic(join(trialDir(jobDir, trial), 'trial.json'), rec);
+      cpSync(join(__dirname, '..', 'examples', 'hello-world', 'task.yaml'), join(trialDir(jobDir, trial), 'trajectory.jsonl'));
+      records.push(rec);
+    }
+  }
+  writeJsonAtomic(join(jobDir, 'results.json'), computeResults(job, records, 0));
+  const samples: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const t0 = Date.now();
+    const child = spawn(process.execPath, [CLI, 'eval', '--resume', jobDir, '--json'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    await new Promise<void>((res) => {
+      let buf = '';
+      child.stdout.on('data', (d) => {
+        buf += d;
+        if (buf.includes('"type":"trial-start"')) res();
+      });
+      child.on('exit', () => res());
+    });
+    samples.push((Date.now() - t0) / 1000);
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    const docker = new DockerSandboxProvider().docker;
+    const left = await docker.listContainers({ all: true, filters: { label: [`${LABEL_PID}=${child.pid}`] } });
+    await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  }
+  const med = samples.sort((a, b) => a - b)[1];
+  console.log('\n| Resume | measured | target |\n|---|---|---|');
+  console.log(`| \`tbrl eval --resume\` on a 1,000-trial job (999 done) to the first new trial, median of 3 | ${med.toFixed(2)} s (process start included) | < 2 s |`);
+}
+
+(async () => {
+  try {
+    if (want('resume')) await resumeSection();
+    if (want('harbor')) await harborSection();
+    if (want('ray')) await raySection();
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+})().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
