@@ -14,6 +14,7 @@ import { envServerCommand } from './env-server';
 import { synthCommand } from './synth';
 import { runWorkspaceCommand, saveTaskCommand } from './run-workspace';
 import { serveCommand } from './serve';
+import { demoCommand } from './demo';
 
 /** Every `tbrl` sub-command. Adding one is one file and one line here. */
 export const commands: CliCommand[] = [
@@ -33,4 +34,5 @@ export const commands: CliCommand[] = [
   runWorkspaceCommand,
   saveTaskCommand,
   serveCommand,
+  demoCommand,
 ];

@@ -7,6 +7,7 @@ import { TbrlError } from '../../core/errors';
 import { runAttempts, type AttemptsOutcome } from '../../core/verifier/attempts';
 import { basename, join, resolve } from 'node:path';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { formatUsd } from '../../core/model/pricing';
 
 function num(values: Record<string, unknown>, key: string, integer: boolean): number | undefined {
   const raw = values[key];
@@ -65,6 +66,8 @@ function printSummary(r: RunTaskResult): void {
   }
   console.log(`Time:       ${secs.toFixed(1)} s`);
   console.log(`Tokens:     ${f.usage.promptTokens} prompt + ${f.usage.completionTokens} completion`);
+  const priced = r.steps.filter((s) => s.costUsd !== undefined);
+  if (r.header.policy.kind === 'model') console.log(`Cost:       ${priced.length ? formatUsd(priced.reduce((a, s) => a + s.costUsd!, 0)) : 'unknown (no price for this model: add it to .tbrl/prices.json)'}`);
   if (f.depgpo) console.log(`DepGPO:     factors ${f.depgpo.factors.map((x) => x.toFixed(2)).join(' ')}${f.depgpo.fallback ? ` (fallback: ${f.depgpo.fallback})` : ''}`);
   console.log(`Trajectory: ${r.trajectoryPath}`);
   console.log(`Report:     ${r.reportPath}`);

@@ -1,5 +1,6 @@
 import type { StepRecord, TrajectoryFooter, TrajectoryHeader } from '../trajectory/schema';
 import { PARSE_ERROR } from '../trajectory/replay';
+import { formatUsd } from '../model/pricing';
 
 /** A short human-readable report of one run, written next to trajectory.jsonl. */
 export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord[]; footer: TrajectoryFooter; policyDescription: string; trajectoryPath: string; warnings?: string[] }): string {
@@ -20,6 +21,7 @@ export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord
     `| Ended | ${footer.endReason}${footer.endMessage ? ` — ${oneLine(footer.endMessage)}` : ''} |`,
     `| Time | ${seconds.toFixed(1)} s |`,
     `| Tokens | ${footer.usage.promptTokens} prompt + ${footer.usage.completionTokens} completion${footer.usage.verifierCalls ? `; verifier ${footer.usage.verifierCalls} calls, ${footer.usage.verifierOutputTokens} output tokens` : ''} |`,
+    ...(header.policy.kind === 'model' ? [`| Cost | ${costCell(steps)} |`] : []),
     `| Reward | ${r ? r.total.toFixed(3) : 'not computed'} |`,
     `| Trajectory | ${args.trajectoryPath} |`,
     '',
@@ -58,6 +60,11 @@ export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord
   if (args.warnings?.length) lines.push('', '## Warnings', '', ...args.warnings.map((w) => `- ${oneLine(w)}`));
   lines.push('');
   return lines.join('\n');
+}
+
+function costCell(steps: StepRecord[]): string {
+  const priced = steps.filter((s) => s.costUsd !== undefined);
+  return priced.length ? formatUsd(priced.reduce((a, s) => a + s.costUsd!, 0)) : 'unknown (no price for this model; see .tbrl/prices.json)';
 }
 
 function oneLine(s: string): string {
