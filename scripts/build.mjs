@@ -11,14 +11,15 @@ const common = {
   format: 'cjs',
   sourcemap: true,
   logLevel: 'warning',
-  external: ['cpu-features', 'ssh2', 'bufferutil', 'utf-8-validate'],
+  // node-llama-cpp (ESM + native addon) is loaded at run time by `tbrl serve` only, from node_modules.
+  external: ['cpu-features', 'ssh2', 'bufferutil', 'utf-8-validate', 'node-llama-cpp'],
   // Prefer ES module builds: jsonc-parser's UMD build requires './impl/*' at run time, which a bundle cannot resolve.
   mainFields: ['module', 'main'],
 };
 
 const builds = [
   // The .vsix has no node_modules: ssh2 (required by docker-modem at load) is replaced by a stand-in that explains itself.
-  { ...common, entryPoints: ['src/extension/extension.ts'], outfile: 'dist/extension.js', external: ['cpu-features', 'bufferutil', 'utf-8-validate', 'vscode'], alias: { ssh2: './src/extension/ssh2-unavailable.ts' } },
+  { ...common, entryPoints: ['src/extension/extension.ts'], outfile: 'dist/extension.js', external: ['cpu-features', 'bufferutil', 'utf-8-validate', 'vscode', 'node-llama-cpp'], alias: { ssh2: './src/extension/ssh2-unavailable.ts' } },
   { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
 ];
 // One browser bundle per webview app (webview/<app>/main.ts -> dist/webview/<app>.js); d3 is bundled in.

@@ -83,9 +83,9 @@ function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number 
   });
 }
 
-test('`tbrl run` with no endpoint says it uses the oracle, shows progress and a summary; `tbrl replay` reads the result', async () => {
+test('`tbrl run` with no endpoint and no cached model says it uses the oracle, shows progress and a summary; `tbrl replay` reads the result', async () => {
   const out = join(scratch, 'oracle');
-  const run = await runCli(['run', EXAMPLE, '--out', out], cleanEnv({}));
+  const run = await runCli(['run', EXAMPLE, '--out', out], cleanEnv({ TBRL_MODEL_DIR: '/nonexistent/tbrl-models' }));
   assert.equal(run.code, 0, run.stderr);
   assert.match(run.stderr, /no model endpoint configured .*using the oracle policy/);
   assert.match(run.stderr, /step 0 \([\d.]+ s\): bash ".+" → exit 0, \d+ ms/);
@@ -100,11 +100,11 @@ test('`tbrl run` with no endpoint says it uses the oracle, shows progress and a 
   assert.match(replay.stdout, /── step 1/);
   assert.match(replay.stdout, /Reward: 1\.000/);
   const atif = await runCli(['replay', join(out, 'trajectory.jsonl'), '--format', 'atif'], cleanEnv({}));
-  assert.equal(JSON.parse(atif.stdout).schema_version, 'ATIF-v1.4');
+  assert.equal(JSON.parse(atif.stdout).schema_version, 'ATIF-v1.7');
 
-  const bad = await runCli(['run', EXAMPLE, '--policy', 'model'], cleanEnv({}));
+  const bad = await runCli(['run', EXAMPLE, '--policy', 'model'], cleanEnv({ TBRL_MODEL_DIR: '/nonexistent/tbrl-models' }));
   assert.equal(bad.code, 1);
-  assert.match(bad.stderr, /needs an OpenAI-compatible endpoint[\s\S]*Fix: Pass --base-url/);
+  assert.match(bad.stderr, /needs an OpenAI-compatible endpoint[\s\S]*local default model is not in the cache[\s\S]*Fix: [\s\S]*--base-url/);
 });
 
 test('Ctrl-C (SIGINT) stops a running step at once, closes the container and writes an interrupted footer', async () => {

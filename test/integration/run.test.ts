@@ -25,7 +25,8 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 let runs = 0;
 const outDir = () => join(scratch, `run-${runs++}`);
 // No endpoint from the developer's shell may leak into these runs.
-const env = { PATH: process.env.PATH, HOME: process.env.HOME, DOCKER_HOST: process.env.DOCKER_HOST } as NodeJS.ProcessEnv;
+// Nor the cached local default model: these runs check the oracle fallback when neither exists.
+const env = { PATH: process.env.PATH, HOME: process.env.HOME, DOCKER_HOST: process.env.DOCKER_HOST, TBRL_MODEL_DIR: '/nonexistent/tbrl-models' } as NodeJS.ProcessEnv;
 
 test('the oracle policy solves the example task in a real container and gets test reward 1', async () => {
   const progress: string[] = [];

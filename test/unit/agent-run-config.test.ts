@@ -15,12 +15,27 @@ function withDir(fn: (dir: string) => void): void {
   }
 }
 
-test('no endpoint anywhere: oracle, and the reason says so', () => {
+test('no endpoint and no cached model: oracle, and the reason says so', () => {
   withDir((dir) => {
-    const c = resolveRunConfig({}, {}, dir);
+    const c = resolveRunConfig({}, { TBRL_MODEL_DIR: dir }, dir);
     assert.equal(c.policy, 'oracle');
-    assert.match(c.policyReason, /no model endpoint configured.*oracle/);
+    assert.match(c.policyReason, /no model endpoint configured.*local default model is not in the cache.*fetch-model\.sh.*oracle/);
     assert.equal(c.maxSteps, 50);
+  });
+});
+
+test('no endpoint but the cached local model: the run serves it itself and says so; --policy oracle still wins', () => {
+  withDir((dir) => {
+    const model = join(dir, 'SmolLM2-135M-Instruct.Q4_1.gguf');
+    writeFileSync(model, 'GGUF');
+    const c = resolveRunConfig({ n: 4 }, { TBRL_MODEL_DIR: dir }, dir);
+    assert.equal(c.policy, 'model');
+    assert.deepEqual(c.model?.local, { modelPath: model });
+    assert.equal(c.model?.n, 4);
+    assert.ok(c.model?.maxTokens && c.model.contextTokens, 'a small model gets a bounded turn and context');
+    assert.match(c.policyReason, /starting `tbrl serve` with the local default model .*SmolLM2.*--policy oracle/);
+    assert.equal(resolveRunConfig({ policy: 'oracle' }, { TBRL_MODEL_DIR: dir }, dir).policy, 'oracle');
+    assert.equal(resolveRunConfig({ baseUrl: 'http://h/v1', model: 'm' }, { TBRL_MODEL_DIR: dir }, dir).model?.local, undefined, 'a configured endpoint beats the local model');
   });
 });
 
@@ -42,10 +57,10 @@ test('environment endpoint selects the model; options beat environment beat conf
 test('bad configuration names the cause and the fix', () => {
   withDir((dir) => {
     const isErr = (code: string, re: RegExp) => (e: unknown) => e instanceof TbrlError && e.code === code && re.test(e.message);
-    assert.throws(() => resolveRunConfig({ policy: 'model' }, {}, dir), isErr('config-missing', /--base-url/));
+    assert.throws(() => resolveRunConfig({ policy: 'model' }, { TBRL_MODEL_DIR: dir }, dir), isErr('config-missing', /--base-url/));
     assert.throws(() => resolveRunConfig({ baseUrl: 'http://x/v1' }, {}, dir), isErr('config-missing', /no model name[\s\S]*--model/));
     assert.throws(() => resolveRunConfig({ n: 0 }, {}, dir), isErr('config-invalid', /n must be/));
-    assert.throws(() => resolveRunConfig({}, { TBRL_JUDGE_MODEL: 'j' }, dir), isErr('config-missing', /judge model \(j\)[\s\S]*--base-url/));
+    assert.throws(() => resolveRunConfig({}, { TBRL_JUDGE_MODEL: 'j', TBRL_MODEL_DIR: dir }, dir), isErr('config-missing', /judge model \(j\)[\s\S]*--base-url/));
     assert.deepEqual(resolveRunConfig({ policy: 'oracle', judgeModel: 'j' }, { OPENAI_BASE_URL: 'http://e/v1' }, dir).judge, { baseUrl: 'http://e/v1', model: 'j', apiKey: undefined });
     mkdirSync(join(dir, '.tbrl'));
     writeFileSync(join(dir, '.tbrl', 'config.json'), '{"baseUrl": ');

@@ -175,7 +175,7 @@ test('rLLM episode export carries prompt, steps, sparse reward and advantages', 
 test('ATIF export maps actions to tool calls and parse errors to unsourced results', () => {
   const text = [header(), step(0, { parseErrors: ['bad yaml'] }), footer(1)].map((l) => JSON.stringify(l)).join('\n') + '\n';
   const a = toAtif(parseTrajectory(text, 't'));
-  assert.equal(a.schema_version, 'ATIF-v1.4');
+  assert.equal(a.schema_version, 'ATIF-v1.7');
   assert.deepEqual(a.steps.map((s) => s.source), ['system', 'user', 'agent']);
   assert.deepEqual(a.steps.map((s) => s.step_id), [1, 2, 3]);
   const agent = a.steps[2];

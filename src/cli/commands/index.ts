@@ -17,6 +17,7 @@ import { evalCommand } from './eval';
 import { evalCompareCommand } from './eval-compare';
 import { evalTrialCommand } from './eval-trial';
 import { serveCommand } from './serve';
+import { demoCommand } from './demo';
 
 /** Every `tbrl` sub-command. Adding one is one file and one line here. */
 export const commands: CliCommand[] = [
@@ -39,4 +40,5 @@ export const commands: CliCommand[] = [
   evalCompareCommand,
   evalTrialCommand,
   serveCommand,
+  demoCommand,
 ];

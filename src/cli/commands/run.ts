@@ -12,6 +12,7 @@ import { judgeFailureLine } from '../../core/reward';
 import { basename, join, resolve } from 'node:path';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseRunPolicyOptions, positiveNumber, RUN_POLICY_OPTIONS } from '../run-options';
+import { formatUsd } from '../../core/model/pricing';
 
 function stepLine(s: StepRecord): string {
   const parts = s.actions.filter((a) => a.kind !== PARSE_ERROR).map((a) => actionSummary(a));
@@ -62,6 +63,8 @@ function printSummary(r: RunTaskResult): void {
   console.log(`Outcome:    ${outcomeLine(f)}`);
   console.log(`Time:       ${secs.toFixed(1)} s`);
   console.log(`Tokens:     ${f.usage.promptTokens} prompt + ${f.usage.completionTokens} completion`);
+  const priced = r.steps.filter((s) => s.costUsd !== undefined);
+  if (r.header.policy.kind === 'model') console.log(`Cost:       ${priced.length ? formatUsd(priced.reduce((a, s) => a + s.costUsd!, 0)) : 'unknown (no price for this model: add it to .tbrl/prices.json)'}`);
   if (f.depgpo) console.log(`DepGPO:     factors ${f.depgpo.factors.map((x) => x.toFixed(2)).join(' ')}${f.depgpo.fallback ? ` (fallback: ${f.depgpo.fallback})` : ''}`);
   console.log(`Trajectory: ${r.trajectoryPath}`);
   console.log(`Report:     ${r.reportPath}`);

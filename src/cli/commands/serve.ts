@@ -40,7 +40,7 @@ export const serveCommand: CliCommand = {
       modelPath,
       contextSize: int(values, 'context-size', 256) ?? DEFAULT_CONTEXT_SIZE,
       sequences: int(values, 'sequences', 1) ?? DEFAULT_SEQUENCES,
-      threads: int(values, 'threads', 1) ?? 2,
+      threads: int(values, 'threads', 1),
     });
     const running = await startServer(engine, { port: int(values, 'port', 0) ?? 0, maxQueue: int(values, 'max-queue', 1), log });
     console.log(JSON.stringify({ event: 'listening', baseUrl: running.baseUrl, model: running.modelId, contextSize: engine.contextSize, sequences: engine.sequences, pid: process.pid }));

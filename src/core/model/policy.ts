@@ -6,6 +6,7 @@ import { MidHarnessVerifier } from '../verifier/verifier';
 import { candidateParses } from '../verifier/parses';
 import type { VerifierConfig } from '../verifier/types';
 import { promptDelta } from '../trajectory/tokens';
+import { costUsd, type ModelPrice } from './pricing';
 
 export interface ModelPolicyOptions extends ModelClientOptions {
   /** Candidates sampled per step (default 1). */
@@ -14,6 +15,8 @@ export interface ModelPolicyOptions extends ModelClientOptions {
   verifier?: VerifierConfig | MidHarnessVerifier;
   /** Reuse a client (tests, or sharing the learned "server ignores n" state). */
   client?: ModelClient;
+  /** USD per million tokens; each step then records its cost (verifier output tokens at the completion price). */
+  price?: ModelPrice;
 }
 
 /**
@@ -50,12 +53,13 @@ export function createModelPolicy(config: ModelConfig, options: ModelPolicyOptio
       const prompt = sample.promptTokenIds ? promptDelta(previousPrompt, sample.promptTokenIds) : undefined;
       previousPrompt = sample.promptTokenIds;
       const base = { candidates, usage, elided: sample.elided, ...(prompt ? { prompt } : {}) };
-      if (candidates.length === 1) return { ...base, chosen: 0 };
+      const priced = (verifierOutputTokens: number) => (options.price ? { costUsd: costUsd(options.price, usage.promptTokens, usage.completionTokens + verifierOutputTokens) } : {});
+      if (candidates.length === 1) return { ...base, chosen: 0, ...priced(0) };
       if (!verifier) {
         const first = candidates.findIndex((c) => c.parses);
         const chosen = Math.max(0, first);
         return {
-          ...base, chosen,
+          ...base, chosen, ...priced(0),
           decision: { mode: 'none', chosen, scores: candidates.map((c) => (c.parses ? 1 : -1)), calls: 0, outputTokens: 0, parallelOutputTokens: 0 },
         };
       }
@@ -66,7 +70,7 @@ export function createModelPolicy(config: ModelConfig, options: ModelPolicyOptio
         parses: candidates.map((c) => c.parses),
         signal: ctx.signal,
       });
-      return { ...base, chosen: decision.chosen, decision };
+      return { ...base, chosen: decision.chosen, decision, ...priced(decision.outputTokens) };
     },
   };
 }

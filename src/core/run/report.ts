@@ -4,6 +4,7 @@ import { isMasked, outcomeOf } from './outcome';
 import { trajectoryCommands } from '../depgpo/trajectory';
 import { agentVisibleResources, runtimeCount } from '../depgpo/visible';
 import { describeTamperFlags } from '../reward/tampering';
+import { formatUsd } from '../model/pricing';
 
 /** A short human-readable report of one run, written next to trajectory.jsonl. */
 export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord[]; footer: TrajectoryFooter; policyDescription: string; trajectoryPath: string; warnings?: string[] }): string {
@@ -25,6 +26,8 @@ export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord
     `| Time | ${seconds.toFixed(1)} s |`,
     `| Tokens | ${footer.usage.promptTokens} prompt + ${footer.usage.completionTokens} completion${footer.usage.verifierCalls ? `; verifier ${footer.usage.verifierCalls} calls, ${footer.usage.verifierOutputTokens} output tokens` : ''} |`,
     `| Outcome | ${outcomeLine(footer)} |`,
+    `| Reward | ${r ? r.total.toFixed(3) : 'not computed'}${isMasked(outcomeOf(footer)) ? ' (masked: not the agent\'s doing, left out of credit and training)' : ''} |`,
+    ...(header.policy.kind === 'model' ? [`| Cost | ${costCell(steps)} |`] : []),
     `| Reward | ${r ? r.total.toFixed(3) : 'not computed'}${isMasked(outcomeOf(footer)) ? ' (masked: not the agent\'s doing, left out of credit and training)' : ''} |`,
     `| Trajectory | ${args.trajectoryPath} |`,
     '',
@@ -77,6 +80,11 @@ export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord
 export function outcomeLine(footer: TrajectoryFooter): string {
   const o = outcomeOf(footer);
   return oneLine(`${o.class}${o.cause ? ` — ${o.cause}` : ''}`);
+}
+
+function costCell(steps: StepRecord[]): string {
+  const priced = steps.filter((s) => s.costUsd !== undefined);
+  return priced.length ? formatUsd(priced.reduce((a, s) => a + s.costUsd!, 0)) : 'unknown (no price for this model; see .tbrl/prices.json)';
 }
 
 function oneLine(s: string): string {

@@ -37,6 +37,7 @@ import { connectDocker } from '../sandbox/docker-client';
 import { ImageMissingError } from '../sandbox/errors';
 import { createTaskSandbox, installSolution, verifierTestOptions, withVerifierSandbox } from './task-sandbox';
 import { startLocalServer, type LocalServer } from '../serve/launch';
+import { loadPriceTable, priceOf } from '../model/pricing';
 import { conversationThrough, prepareFork, restoreShellState, type ForkSource, type PreparedFork } from './fork';
 import { classifyOutcome } from './classify-outcome';
 
@@ -111,7 +112,7 @@ export function safeName(s: string): string {
   return s.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 60) || 'task';
 }
 
-function buildPolicy(task: Task, config: ResolvedRunConfig, env: NodeJS.ProcessEnv): { policy: Policy; header: TrajectoryHeader['policy']; verifier?: TrajectoryHeader['verifier'] } {
+function buildPolicy(task: Task, config: ResolvedRunConfig, env: NodeJS.ProcessEnv, cwd: string): { policy: Policy; header: TrajectoryHeader['policy']; verifier?: TrajectoryHeader['verifier'] } {
   if (config.policy === 'oracle') return { policy: createOraclePolicy(task), header: { kind: 'oracle' } };
   const m = config.model!;
   // Our own server always has logprobs and token ids to give; a trainer wants them.
@@ -125,7 +126,7 @@ function buildPolicy(task: Task, config: ResolvedRunConfig, env: NodeJS.ProcessE
     verifierHeader = { mode: verifier.mode, n: m.n, model: verifier.endpoint.model };
   }
   return {
-    policy: createModelPolicy(modelConfig, { n: m.n, verifier }),
+    policy: createModelPolicy(modelConfig, { n: m.n, verifier, price: priceOf(m.model, { local: !!m.local, table: loadPriceTable(cwd, env) }) }),
     header: { kind: 'model', model: m.model, baseUrl: m.baseUrl, n: m.n, ...(m.local ? { local: { modelPath: m.local.modelPath } } : {}) },
     verifier: verifierHeader,
   };
@@ -165,7 +166,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
       progress({ type: 'info', message: `tbrl serve: ${localServer.model} on ${localServer.baseUrl} (pid ${localServer.pid}); stopped when the run ends` });
     }
     try {
-      ({ policy, header: policyHeader, verifier: verifierHeader } = buildPolicy(task, config, env));
+      ({ policy, header: policyHeader, verifier: verifierHeader } = buildPolicy(task, config, env, cwd));
     } catch (err) {
       await localServer?.stop();
       throw err;

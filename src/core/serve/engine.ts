@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { TbrlError, errorMessage } from '../errors';
 
@@ -63,13 +63,15 @@ export interface GenerationResult {
   choices: GeneratedChoice[];
   /** Prompt tokens actually evaluated (the rest came from the KV cache), summed over sequences. */
   promptTokensEvaluated: number;
-  /** Prompt tokens served from cached state (prefix reuse or a state copy), best sequence. */
+  /** Prompt tokens served from the KV cache of the sequence that read the prompt. */
   promptTokensReused: number;
 }
 
 export const DEFAULT_CONTEXT_SIZE = 4096;
 export const DEFAULT_SEQUENCES = 4;
 const LOGPROB_FLOOR = -1e4;
+/** Below this many missing tokens re-reading beats saving and loading a state file. */
+const COPY_THRESHOLD = 48;
 
 /**
  * One GGUF model on the CPU with a pool of context sequences. Every request renders the chat with
@@ -109,7 +111,7 @@ export class LocalEngine {
     } catch (err) {
       throw new TbrlError('model-runtime-missing', `node-llama-cpp cannot be loaded: ${errorMessage(err)}`, 'Run `npm ci` in the tbrl-studio directory (node-llama-cpp ships a prebuilt CPU binary for linux-x64).', { cause: err });
     }
-    const threads = options.threads ?? 2;
+    const threads = options.threads ?? defaultThreads();
     const sequences = Math.max(1, options.sequences ?? DEFAULT_SEQUENCES);
     let llama: Llama;
     let model: LlamaModel;
@@ -174,17 +176,27 @@ export class LocalEngine {
         `Shorten the conversation (set contextTokens ≤ ${this.contextSize - o.maxTokens} so old observations are elided), lower max_tokens, or start tbrl serve with a larger --context-size.`);
     }
     const stats = { evaluated: 0, reused: 0 };
-    // Candidates beyond the pool size wait for a free sequence; each candidate holds one sequence.
-    const choices = await Promise.all(Array.from({ length: o.n }, async (_, i) => {
-      const seq = await this.acquire(prompt, o.signal);
-      try {
-        await this.align(seq, prompt, stats);
-        return await this.sample(seq, prompt, { ...o, seed: o.seed !== undefined ? o.seed + i : undefined });
-      } finally {
-        this.release(seq);
-      }
-    }));
-    return { promptTokenIds: prompt, choices, promptTokensEvaluated: stats.evaluated, promptTokensReused: stats.reused };
+    // The request holds up to n sequences (waiting for free ones when others are busy). The prompt
+    // is read once, on the sequence that has most of it cached; the others receive a copy of that
+    // state, so N candidates cost one prompt plus N batched generations.
+    const width = Math.min(o.n, this.pool.length);
+    const held = await this.acquire(width, prompt, o.signal);
+    try {
+      stats.reused = commonPrefix(held[0].contextTokens as number[], prompt.slice(0, -1));
+      await this.align(held[0], prompt, stats);
+      if (held.length > 1) await this.copyPrompt(held[0], held.slice(1), prompt, stats);
+      const choices: GeneratedChoice[] = new Array(o.n);
+      await Promise.all(held.map(async (seq, lane) => {
+        for (let i = lane; i < o.n; i += held.length) {
+          // A lane that runs a second candidate first rewinds to the prompt (an erase, no evaluation).
+          if (i >= held.length) await this.align(seq, prompt, stats);
+          choices[i] = await this.sample(seq, prompt, { ...o, seed: o.seed !== undefined ? o.seed + i : undefined });
+        }
+      }));
+      return { promptTokenIds: prompt, choices, promptTokensEvaluated: stats.evaluated, promptTokensReused: stats.reused };
+    } finally {
+      this.release(held);
+    }
   }
 
   async dispose(): Promise<void> {
@@ -197,60 +209,62 @@ export class LocalEngine {
     await rm(this.stateDir, { recursive: true, force: true });
   }
 
-  /** The free sequence sharing the longest prefix with `prompt`; waits when all are busy. */
-  private async acquire(prompt: number[], signal?: AbortSignal): Promise<LlamaContextSequence> {
+  /**
+   * `count` free sequences at once, those sharing the longest prefix with `prompt` first. Taking
+   * them together (or waiting) keeps two requests from each holding part of the pool forever.
+   */
+  private async acquire(count: number, prompt: number[], signal?: AbortSignal): Promise<LlamaContextSequence[]> {
     for (;;) {
       if (this.disposed) throw new TbrlError('serve-stopped', 'The model server is shutting down.', 'Retry against a running server.');
       if (signal?.aborted) throw new TbrlError('cancelled', 'The request was cancelled.');
       const free = this.pool.filter((s) => !this.busy.has(s));
-      if (free.length) {
-        let best = free[0];
-        let bestLen = -1;
-        for (const s of free) {
-          const len = commonPrefix(s.contextTokens as number[], prompt);
-          if (len > bestLen) { best = s; bestLen = len; }
-        }
-        this.busy.add(best);
-        return best;
+      if (free.length >= count) {
+        const ranked = free.map((s) => ({ s, len: commonPrefix(s.contextTokens as number[], prompt) })).sort((a, b) => b.len - a.len);
+        const taken = ranked.slice(0, count).map((r) => r.s);
+        for (const s of taken) this.busy.add(s);
+        return taken;
       }
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
   }
 
-  private release(seq: LlamaContextSequence) {
-    this.busy.delete(seq);
-    this.waiters.shift()?.();
+  private release(seqs: LlamaContextSequence[]) {
+    for (const s of seqs) this.busy.delete(s);
+    // Every waiter re-checks; the ones that still lack sequences wait again.
+    for (const w of this.waiters.splice(0)) w();
   }
 
   /** Brings `seq` to exactly the prompt's tokens minus the last, reusing its cached prefix. */
   private async align(seq: LlamaContextSequence, prompt: number[], stats: { evaluated: number; reused: number }) {
     // The last prompt token is fed to evaluate() so that it yields the first sampled token.
     const target = prompt.slice(0, -1);
-    let shared = commonPrefix(seq.contextTokens as number[], target);
-    // Copy a longer cached prefix from another sequence when it saves real work.
-    const donor = this.pool.find((s) => s !== seq && commonPrefix(s.contextTokens as number[], target) >= shared + 64);
-    if (donor && !this.busy.has(donor)) {
-      this.busy.add(donor);
-      try {
-        const file = join(this.stateDir, `state-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}.bin`);
-        await donor.saveStateToFile(file);
-        await seq.clearHistory();
-        await seq.loadStateFromFile(file, { acceptRisk: true });
-        await rm(file, { force: true });
-        shared = commonPrefix(seq.contextTokens as number[], target);
-      } catch {
-        // A failed copy only costs speed: fall back to re-evaluating.
-        shared = commonPrefix(seq.contextTokens as number[], target);
-      } finally {
-        this.busy.delete(donor);
-      }
-    }
+    const shared = commonPrefix(seq.contextTokens as number[], target);
     const cached = seq.contextTokens.length;
     if (shared < cached) await seq.eraseContextTokenRanges([{ start: shared, end: cached }]);
     const rest = target.slice(shared);
-    stats.reused = Math.max(stats.reused, shared);
     stats.evaluated += rest.length + 1;
     if (rest.length) await seq.evaluateWithoutGeneratingNewTokens(rest as never);
+  }
+
+  /** Gives every `other` sequence the aligned prompt state of `source`, by state copy when that saves work. */
+  private async copyPrompt(source: LlamaContextSequence, others: LlamaContextSequence[], prompt: number[], stats: { evaluated: number; reused: number }) {
+    const target = prompt.slice(0, -1);
+    const behind = others.filter((s) => target.length - commonPrefix(s.contextTokens as number[], target) > COPY_THRESHOLD);
+    if (behind.length) {
+      const file = join(this.stateDir, `prompt-${Date.now()}-${Math.random().toString(36).slice(2)}.bin`);
+      try {
+        await source.saveStateToFile(file);
+        for (const seq of behind) {
+          await seq.clearHistory();
+          await seq.loadStateFromFile(file, { acceptRisk: true });
+        }
+      } catch {
+        // A failed copy costs only speed: align() below re-reads what is missing.
+      } finally {
+        await rm(file, { force: true });
+      }
+    }
+    for (const seq of others) await this.align(seq, prompt, stats);
   }
 
   private async sample(seq: LlamaContextSequence, prompt: number[], o: SamplingOptions): Promise<GeneratedChoice> {
@@ -288,6 +302,17 @@ export class LocalEngine {
     }
     return { text, tokens, finishReason };
   }
+}
+
+/**
+ * llama.cpp's worker threads spin while they wait for each other, so on a machine whose cores are
+ * already busy every extra thread makes generation slower, not faster (measured here: 32 tokens in
+ * 60 s with 2 threads against 4 s with 1, at a load of 20 on 2 cores). One thread when the load
+ * exceeds the cores, else up to 4.
+ */
+export function defaultThreads(): number {
+  const cores = availableParallelism();
+  return loadavg()[0] >= cores ? 1 : Math.max(1, Math.min(4, cores));
 }
 
 export function commonPrefix(a: readonly number[], b: readonly number[]): number {

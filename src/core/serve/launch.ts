@@ -41,7 +41,9 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
   // Under tsx (tests, development) the sources run; from the bundles, dist/cli.js.
   const fromSource = __filename.endsWith('.ts') || !existsSync(bundled);
   const argv = fromSource ? ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts')] : [bundled];
-  argv.push('serve', '--model-path', modelPath, '--port', String(options.port ?? 0), '--exit-with-stdin');
+  // TBRL_SERVE_PORT pins the port (shared machines hand out port ranges); default: any free one.
+  const port = options.port ?? (Number(process.env.TBRL_SERVE_PORT) || 0);
+  argv.push('serve', '--model-path', modelPath, '--port', String(port), '--exit-with-stdin');
   if (options.contextSize) argv.push('--context-size', String(options.contextSize));
   if (options.sequences) argv.push('--sequences', String(options.sequences));
   if (options.threads) argv.push('--threads', String(options.threads));

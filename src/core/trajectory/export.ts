@@ -1,14 +1,18 @@
 import { VERSION } from '../version';
 import { stepObservation } from './observation';
 import type { Trajectory } from './reader';
+import { promptTokenIds } from './tokens';
 
 /**
  * Two interchange shapes for a finished (or interrupted) run:
  * - rLLM/verl episode JSON: what an rLLM workflow returns (Episode → Trajectory → Step), so a
  *   trainer can load our rollouts without running them again. Reward sits on the last step
  *   (sparse), per-step DepGPO advantages on every step when the run has them.
- * - Harbor's ATIF (Agent Trajectory Interchange Format, v1.4) where fields map: system and user
- *   steps for the prompt, one agent step per turn with tool_calls ↔ observation.results.
+ * - Harbor's ATIF (Agent Trajectory Interchange Format, v1.7) where fields map: system and user
+ *   steps for the prompt, one agent step per turn with tool_calls ↔ observation.results, and per
+ *   turn the exact prompt and completion token ids, per-token logprobs and cost when the run has
+ *   them (metrics.prompt_token_ids / completion_token_ids / logprobs / cost_usd). A policy that
+ *   calls no model (the oracle) gives llm_call_count 0 and no metrics, as v1.7 requires.
  */
 
 export interface ChatTurn { role: 'system' | 'user' | 'assistant'; content: string }
@@ -111,17 +115,22 @@ export interface AtifStep {
   message: string;
   tool_calls?: Array<{ tool_call_id: string; function_name: string; arguments: Record<string, unknown> }>;
   observation?: { results: Array<{ source_call_id?: string; content?: string }> };
-  metrics?: { prompt_tokens?: number; completion_tokens?: number; extra?: Record<string, unknown> };
+  metrics?: {
+    prompt_tokens?: number; completion_tokens?: number; cached_tokens?: number; cost_usd?: number;
+    prompt_token_ids?: number[]; completion_token_ids?: number[]; logprobs?: number[];
+    extra?: Record<string, unknown>;
+  };
+  llm_call_count?: number;
   extra?: Record<string, unknown>;
 }
 
 export interface AtifTrajectory {
-  schema_version: 'ATIF-v1.4';
+  schema_version: 'ATIF-v1.7';
   session_id: string;
   agent: { name: string; version: string; model_name?: string; extra?: Record<string, unknown> };
   steps: AtifStep[];
   notes?: string;
-  final_metrics?: { total_prompt_tokens?: number; total_completion_tokens?: number; total_steps?: number; extra?: Record<string, unknown> };
+  final_metrics?: { total_prompt_tokens?: number; total_completion_tokens?: number; total_cost_usd?: number; total_steps?: number; extra?: Record<string, unknown> };
   extra?: Record<string, unknown>;
 }
 
@@ -130,27 +139,48 @@ export function toAtif(t: Trajectory): AtifTrajectory {
   const model = t.header.policy.model;
   if (t.header.systemPrompt) steps.push({ step_id: steps.length + 1, timestamp: t.header.startedAt, source: 'system', message: t.header.systemPrompt });
   steps.push({ step_id: steps.length + 1, timestamp: t.header.startedAt, source: 'user', message: t.header.task.instruction });
-  for (const s of t.steps) {
+  const usesModel = t.header.policy.kind === 'model';
+  // Rebuilt from the per-step deltas; a damaged chain exports without ids rather than wrong ones.
+  let prompts: Array<number[] | undefined> = [];
+  try {
+    prompts = promptTokenIds(t.steps);
+  } catch {
+    prompts = [];
+  }
+  t.steps.forEach((s, k) => {
     const calls = s.actions.map((a, i) => ({ tool_call_id: `call_${s.index}_${i}`, function_name: a.kind, arguments: a.input }));
     const results: Array<{ source_call_id?: string; content?: string }> = s.actions.map((a, i) => ({ source_call_id: calls[i].tool_call_id, content: a.observation }));
     // Parse errors have no tool call behind them; ATIF allows results without source_call_id for exactly that.
     for (const e of s.parseErrors) results.push({ content: e });
+    const chosen = s.candidates[s.decision?.chosen ?? 0];
+    // A human edit replaced the sampled text: its tokens were never sampled, so none are exported.
+    const sampled = chosen && !s.human?.editedFrom ? chosen : undefined;
+    const promptIds = prompts[k];
     steps.push({
       step_id: steps.length + 1,
       timestamp: s.startedAt,
       source: 'agent',
-      ...(model ? { model_name: model } : {}),
+      ...(model && usesModel ? { model_name: model } : {}),
       message: s.chosenText,
       ...(calls.length ? { tool_calls: calls } : {}),
       observation: { results },
-      metrics: {
-        prompt_tokens: s.usage.promptTokens,
-        completion_tokens: s.usage.completionTokens,
-        extra: {
-          ...(s.usage.latencyMs !== undefined ? { latency_ms: s.usage.latencyMs } : {}),
-          ...(s.candidates[s.decision?.chosen ?? 0]?.logprobSum !== undefined ? { logprob_sum: s.candidates[s.decision?.chosen ?? 0].logprobSum } : {}),
+      llm_call_count: usesModel ? 1 + (s.decision?.calls ?? 0) : 0,
+      ...(usesModel ? {
+        metrics: {
+          prompt_tokens: s.usage.promptTokens,
+          completion_tokens: s.usage.completionTokens,
+          ...(s.costUsd !== undefined ? { cost_usd: s.costUsd } : {}),
+          ...(promptIds ? { prompt_token_ids: promptIds } : {}),
+          ...(sampled?.tokenIds ? { completion_token_ids: sampled.tokenIds } : {}),
+          ...(sampled?.logprobs ? { logprobs: sampled.logprobs } : {}),
+          extra: {
+            ...(s.usage.latencyMs !== undefined ? { latency_ms: s.usage.latencyMs } : {}),
+            ...(sampled?.logprobSum !== undefined ? { logprob_sum: sampled.logprobSum } : {}),
+            ...(sampled?.finishReason ? { finish_reason: sampled.finishReason } : {}),
+            ...(s.elided?.length ? { elided_messages: s.elided } : {}),
+          },
         },
-      },
+      } : {}),
       extra: {
         tbrl_step: s.index,
         duration_ms: s.durationMs,
@@ -161,10 +191,11 @@ export function toAtif(t: Trajectory): AtifTrajectory {
         ...(t.footer?.depgpo?.advantages?.[s.index] !== undefined ? { advantage: t.footer.depgpo.advantages[s.index] } : {}),
       },
     });
-  }
+  });
+  const costs = t.steps.filter((s) => s.costUsd !== undefined);
   const usage = t.footer?.usage;
   return {
-    schema_version: 'ATIF-v1.4',
+    schema_version: 'ATIF-v1.7',
     session_id: t.header.runId,
     agent: { name: 'tbrl', version: t.header.versions.tbrl || VERSION, ...(model ? { model_name: model } : {}), extra: { policy: t.header.policy.kind, prompt_version: t.header.versions.promptVersion } },
     steps,
@@ -172,6 +203,7 @@ export function toAtif(t: Trajectory): AtifTrajectory {
     final_metrics: {
       total_prompt_tokens: usage?.promptTokens ?? sum(t, (s) => s.usage.promptTokens),
       total_completion_tokens: usage?.completionTokens ?? sum(t, (s) => s.usage.completionTokens),
+      ...(costs.length ? { total_cost_usd: costs.reduce((a, s) => a + s.costUsd!, 0) } : {}),
       total_steps: steps.length,
       extra: { reward: t.footer?.reward ?? null, end_reason: t.footer?.endReason ?? 'interrupted', agent_turns: t.steps.length },
     },

@@ -67,6 +67,8 @@ export interface VerifierDecisionRecord {
   /** Pairwise mode: wins[i][j] = margin-weighted preference of i over j. */
   matrix?: number[][];
   calls: number;
+  /** Verifier answers that did not parse and were asked for again once (counted in calls). */
+  retries?: number;
   outputTokens: number;
   /** Output tokens along the longest chain of dependent calls (what wall time scales with). */
   parallelOutputTokens: number;

@@ -42,3 +42,35 @@ export function promptTokenIds(steps: readonly StepRecord[]): Array<number[] | u
   }
   return out;
 }
+
+/** `tbrl replay --tokens`: per step the prompt ids (rebuilt, hash-checked) and each candidate's ids and logprobs. */
+export function formatTokens(steps: readonly StepRecord[], options: { full?: boolean } = {}): string {
+  const cap = (xs: readonly (number | string)[]) => (options.full || xs.length <= 24 ? xs.join(' ') : `${xs.slice(0, 12).join(' ')} … ${xs.slice(-8).join(' ')} (${xs.length})`);
+  let prompts: Array<number[] | undefined>;
+  let chainError: string | undefined;
+  try {
+    prompts = promptTokenIds(steps);
+  } catch (err) {
+    prompts = [];
+    chainError = (err as Error).message;
+  }
+  const lines: string[] = [];
+  if (chainError) lines.push(`prompt token ids cannot be rebuilt: ${chainError}`);
+  for (const [k, s] of steps.entries()) {
+    lines.push(`── step ${s.index}`);
+    if (s.prompt) {
+      lines.push(`  prompt: ${s.prompt.tokens} tokens (kept ${s.prompt.keep} of the previous, ${s.prompt.append.length} new${s.elided?.length ? `; messages ${s.elided.join(', ')} elided` : ''}), sha256 ${s.prompt.sha256.slice(0, 16)}${prompts[k] ? ' ✓' : ''}`);
+      lines.push(`    new ids: ${cap(s.prompt.append)}`);
+    } else {
+      lines.push('  prompt: no token ids (the server did not return them)');
+    }
+    s.candidates.forEach((c, i) => {
+      const mark = (s.decision?.chosen ?? 0) === i ? '*' : ' ';
+      const sum = c.logprobs ? c.logprobs.reduce((a, x) => a + x, 0) : c.logprobSum;
+      lines.push(`  ${mark}candidate ${i}: ${c.tokenIds ? `${c.tokenIds.length} tokens` : 'no token ids'}, finish ${c.finishReason ?? '?'}${sum !== undefined ? `, logprob sum ${sum.toFixed(3)}` : ''}`);
+      if (c.tokenIds) lines.push(`      ids: ${cap(c.tokenIds)}`);
+      if (c.logprobs) lines.push(`      logprobs: ${cap(c.logprobs.map((x) => x.toFixed(3)))}`);
+    });
+  }
+  return lines.join('\n');
+}

@@ -25,7 +25,7 @@ const CHEAPER: Record<VerifierMode, VerifierMode[]> = {
 };
 
 interface CallSpec { messages: ChatMessage[]; maxTokens: number; kind: PromptKind; pair?: { i: number; j: number; aIs: 'i' | 'j' }; candidate?: number }
-interface CallOutcome { text?: string; error?: string; promptTokens: number; outputTokens: number }
+interface CallOutcome { text?: string; error?: string; promptTokens: number; outputTokens: number; retried?: boolean }
 
 /**
  * The Mid-Harness verifier: given N candidate turns for the same history, pick one. Never throws
@@ -94,11 +94,14 @@ export class MidHarnessVerifier {
         fallback: `verifier token budget spent (${this.spentTokens} of ${this.config.tokenBudget}): took the first parseable candidate` };
     }
 
-    const outcomes = await settleLimit(plan.calls, this.config.concurrency ?? DEFAULTS.concurrency, (c) => this.run(c, input.signal));
+    const labels = pre.viable.map((_, k) => label(k));
+    const outcomes = await settleLimit(plan.calls, this.config.concurrency ?? DEFAULTS.concurrency, (c) => this.run(c, input.signal, (text) => answerUsable(c, text, labels)));
     if (input.signal?.aborted) throw input.signal.reason ?? new Error('aborted');
     const results: CallOutcome[] = outcomes.map((o) => (o.ok ? o.value : { error: errorMessage(o.error), promptTokens: 0, outputTokens: 0 }));
+    const retries = results.filter((r) => r.retried).length;
     const cost = {
-      calls: plan.calls.length,
+      calls: plan.calls.length + retries,
+      ...(retries ? { retries } : {}),
       outputTokens: results.reduce((a, r) => a + r.outputTokens, 0),
       // All calls of a mode are independent, so wall time follows the longest single answer.
       parallelOutputTokens: results.reduce((a, r) => Math.max(a, r.outputTokens), 0),
@@ -113,7 +116,7 @@ export class MidHarnessVerifier {
     if ('failure' in verdict) {
       this.stats.fallbacks++;
       return { mode: plan.mode, chosen: fallbackIndex, scores: this.fillScores(n, pre, new Map()), ...cost, degradedFrom,
-        fallback: `${verdict.failure}: took candidate ${fallbackIndex}, the first parseable one` };
+        fallback: `${verdict.failure}${retries ? ' (each unusable answer was asked again once)' : ''}: took candidate ${fallbackIndex}, the first parseable one` };
     }
     const scores = this.fillScores(n, pre, verdict.scores);
     const chosen = argmax(scores, pre.viable) ?? fallbackIndex;
@@ -167,9 +170,21 @@ export class MidHarnessVerifier {
     }
   }
 
-  private async run(call: CallSpec, signal?: AbortSignal): Promise<CallOutcome> {
+  /**
+   * One verifier call. Small models often answer without the line the mode needs; such an answer
+   * is asked for again once (a fresh sample), and only then does the step fall back.
+   */
+  private async run(call: CallSpec, signal?: AbortSignal, usable?: (text: string) => boolean): Promise<CallOutcome> {
     const r = await this.client.sample(call.messages, 1, { maxTokens: call.maxTokens, signal });
-    return { text: r.completions[0]?.text ?? '', promptTokens: r.usage.promptTokens, outputTokens: r.usage.completionTokens };
+    const text = r.completions[0]?.text ?? '';
+    if (!usable || usable(text)) return { text, promptTokens: r.usage.promptTokens, outputTokens: r.usage.completionTokens };
+    const again = await this.client.sample(call.messages, 1, { maxTokens: call.maxTokens, signal });
+    return {
+      text: again.completions[0]?.text ?? '',
+      promptTokens: r.usage.promptTokens + again.usage.promptTokens,
+      outputTokens: r.usage.completionTokens + again.usage.completionTokens,
+      retried: true,
+    };
   }
 
   private interpret(mode: VerifierMode, calls: CallSpec[], results: CallOutcome[], viable: number[], n: number):
@@ -232,4 +247,15 @@ function snippet(text: string | undefined): string {
   if (text === undefined) return 'no answer';
   const t = text.trim().replace(/\s+/g, ' ');
   return JSON.stringify(t.length > 80 ? `…${t.slice(-80)}` : t);
+}
+
+/** Whether a verifier answer has what its mode reads (the same parsers `interpret` uses). */
+function answerUsable(call: CallSpec, text: string, labels: string[]): boolean {
+  switch (call.kind) {
+    case 'listwise': return parseRanking(text, labels) !== undefined;
+    case 'decision': return parseDecision(text, labels) !== undefined;
+    case 'pointwise': return parseScore(text) !== undefined;
+    case 'pairwise': return parsePairwise(text) !== undefined;
+  }
+  return true;
 }
