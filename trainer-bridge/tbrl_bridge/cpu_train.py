@@ -20,7 +20,7 @@ from typing import Callable, Optional
 from .episode import COMPACT_SYSTEM_PROMPT, Episode, run_episode
 from .envclient import EnvServerClient
 from .metrics import MetricsWriter
-from .policy import Policy, default_model_path, load_policy, sample, token_logprobs
+from .policy import Policy, default_model_path, load_policy, sample, token_logprobs, train_top_layers
 
 
 class TrainConfigError(ValueError):
@@ -48,10 +48,12 @@ class TinyConfig:
     max_grad_norm: float = 1.0
     seed: int = 0
     save_every: int = 0
+    # 0: full fine-tuning; N: only the last N decoder layers (+ final norm) train.
+    train_layers: int = 0
     compact_prompt: bool = True
     family_seeds: list = field(default_factory=lambda: [1, 2, 3, 4])
 
-    INT_KEYS = ("steps", "group_size", "tasks_per_step", "max_turns", "max_new_tokens", "seed", "save_every")
+    INT_KEYS = ("steps", "group_size", "tasks_per_step", "max_turns", "max_new_tokens", "seed", "save_every", "train_layers")
     FLOAT_KEYS = ("lr", "temperature", "top_p", "clip_ratio", "clip_ratio_high", "max_grad_norm")
 
 
@@ -72,7 +74,7 @@ def tiny_config(preset: dict, overrides: list[str], algorithm: str) -> TinyConfi
         try:
             if k in TinyConfig.INT_KEYS:
                 v = int(v)
-                if v < (0 if k in ("seed", "save_every") else 1):
+                if v < (0 if k in ("seed", "save_every", "train_layers") else 1):
                     raise ValueError("must be positive")
             elif k in TinyConfig.FLOAT_KEYS:
                 v = float(v)
@@ -197,6 +199,8 @@ def train_tiny(cfg: TinyConfig, task_dirs: list[str], tbrl_cmd: list[str], metri
         t0 = time.time()
         policy = load_policy(Path(cfg.model) if cfg.model else default_model_path(), cfg.seed)
         log(f"model {policy.path.name}: {sum(p.numel() for p in policy.model.parameters()) / 1e6:.1f} M parameters in {time.time() - t0:.1f} s")
+    trainable = train_top_layers(policy.model, cfg.train_layers)
+    log(f"{trainable / 1e6:.1f} M trainable parameters ({'full fine-tuning' if not cfg.train_layers else f'last {cfg.train_layers} layers'})")
     optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=cfg.lr, weight_decay=0.0)
     system = COMPACT_SYSTEM_PROMPT if cfg.compact_prompt else None
     last = None

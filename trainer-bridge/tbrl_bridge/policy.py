@@ -63,6 +63,22 @@ def load_policy(path: Path, seed: int = 0) -> Policy:
     return Policy(model, tok, path)
 
 
+def train_top_layers(model, n: int) -> int:
+    """Freezes all but the last n decoder layers and the final norm (n = 0: everything trains).
+    Backpropagation then stops at the first trainable layer: on two CPU cores that is the difference
+    between seconds and minutes per update. Returns the number of trainable parameters."""
+    if n > 0:
+        layers = model.model.layers
+        for p in model.parameters():
+            p.requires_grad_(False)
+        for layer in list(layers)[-n:]:
+            for p in layer.parameters():
+                p.requires_grad_(True)
+        for p in model.model.norm.parameters():
+            p.requires_grad_(True)
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 def chat_prefix(tokenizer, messages: list[dict]) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 

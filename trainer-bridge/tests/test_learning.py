@@ -2,7 +2,7 @@
 on fixed rollouts moves the policy in the direction the advantages say, and DepGPO concentrates the
 change on the steps with high dependency factors."""
 
-import copy
+import contextlib
 
 import pytest
 
@@ -11,7 +11,11 @@ pytest.importorskip("verl.trainer.ppo.core_algos", reason="needs .venv/train (ba
 
 from tbrl_bridge.cpu_train import TinyConfig, TrainingError, advantages_for, policy_update  # noqa: E402
 from tbrl_bridge.episode import COMPACT_SYSTEM_PROMPT, Episode  # noqa: E402
-from tbrl_bridge.policy import Policy, token_logprobs  # noqa: E402
+from tbrl_bridge.policy import token_logprobs, train_top_layers  # noqa: E402
+
+# The last two decoder layers train (backprop stops there): the same update rule as full fine-tuning,
+# a few seconds per update on two cores instead of minutes.
+TRAIN_LAYERS = 2
 
 GOOD = "<bash>\ncmd: echo apple > /app/answer.txt\n</bash>"
 BAD = "I will write a poem about apples instead."
@@ -45,23 +49,34 @@ def per_token_logp(policy, ep):
     return lp[0]
 
 
-def fresh(policy: Policy) -> Policy:
-    return Policy(copy.deepcopy(policy.model), policy.tokenizer, policy.path)
+@contextlib.contextmanager
+def fresh(policy):
+    """The shared policy with its top layers trainable; every weight is restored afterwards."""
+    train_top_layers(policy.model, TRAIN_LAYERS)
+    saved = {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
+    try:
+        yield policy
+    finally:
+        with torch.no_grad():
+            for n, p in policy.model.named_parameters():
+                if n in saved:
+                    p.copy_(saved[n])
+                p.requires_grad_(True)
 
 
 def update(policy, episodes, groups, algorithm, lr=1e-5):
     cfg = TinyConfig(algorithm=algorithm, lr=lr, max_grad_norm=1e9)
-    opt = torch.optim.AdamW(policy.model.parameters(), lr=lr, weight_decay=0.0)
+    opt = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
     return policy_update(policy, opt, episodes, groups, cfg, 0, "fixed")
 
 
 def test_one_update_raises_positive_and_lowers_negative_completions(tiny_policy):
     torch.manual_seed(0)
-    p = fresh(tiny_policy)
-    eps = [fixed_episode(p, [GOOD], 1.0, [1.0]), fixed_episode(p, [BAD], 0.0, [1.0], "failed")]
-    before = [float(per_token_logp(p, e).sum()) for e in eps]
-    res = update(p, eps, [0, 0], "grpo")
-    after = [float(per_token_logp(p, e).sum()) for e in eps]
+    with fresh(tiny_policy) as p:
+        eps = [fixed_episode(p, [GOOD], 1.0, [1.0]), fixed_episode(p, [BAD], 0.0, [1.0], "failed")]
+        before = [float(per_token_logp(p, e).sum()) for e in eps]
+        res = update(p, eps, [0, 0], "grpo")
+        after = [float(per_token_logp(p, e).sum()) for e in eps]
     assert res.skipped is None and res.grad_norm > 0
     assert after[0] > before[0] + 0.05, (before, after)
     assert after[1] < before[1] - 0.05, (before, after)
@@ -71,12 +86,12 @@ def test_depgpo_concentrates_the_change_on_high_factor_steps(tiny_policy):
     # The same two-step rollouts under GRPO (every factor 1) and DepGPO (step 2 carries the credit).
     def run(algorithm):
         torch.manual_seed(0)
-        p = fresh(tiny_policy)
-        win = fixed_episode(p, [STEP1, STEP2], 1.0, [0.2, 1.8])
-        lose = fixed_episode(p, [BAD, BAD], 0.0, [1.0, 1.0], "failed")
-        before = per_token_logp(p, win)
-        update(p, [win, lose], [0, 0], algorithm)
-        delta = per_token_logp(p, win) - before
+        with fresh(tiny_policy) as p:
+            win = fixed_episode(p, [STEP1, STEP2], 1.0, [0.2, 1.8])
+            lose = fixed_episode(p, [BAD, BAD], 0.0, [1.0, 1.0], "failed")
+            before = per_token_logp(p, win)
+            update(p, [win, lose], [0, 0], algorithm)
+            delta = per_token_logp(p, win) - before
         mask = torch.tensor(win.response_mask, dtype=torch.bool)
         n1 = win.step_tokens[0]
         step1 = delta[:n1].mean()
@@ -100,11 +115,12 @@ def test_masked_rollouts_carry_no_advantage(tiny_policy):
 
 
 def test_a_nan_loss_stops_naming_step_and_batch(tiny_policy):
-    p = fresh(tiny_policy)
-    with torch.no_grad():
-        p.model.model.norm.weight.fill_(float("nan"))
-    eps = [fixed_episode(p, [GOOD], 1.0, [1.0]), fixed_episode(p, [BAD], 0.0, [1.0], "failed")]
-    cfg = TinyConfig(algorithm="grpo")
-    opt = torch.optim.AdamW(p.model.parameters(), lr=1e-5)
-    with pytest.raises(TrainingError, match=r"step 7, batch echo-word-3"):
-        policy_update(p, opt, eps, [0, 0], cfg, 7, "echo-word-3")
+    with fresh(tiny_policy) as p:
+        with torch.no_grad():
+            p.model.model.norm.weight.fill_(float("nan"))
+        eps = [fixed_episode(p, [GOOD], 1.0, [1.0]), fixed_episode(p, [BAD], 0.0, [1.0], "failed")]
+        cfg = TinyConfig(algorithm="grpo")
+        opt = torch.optim.AdamW([q for q in p.model.parameters() if q.requires_grad], lr=1e-5)
+        with pytest.raises(TrainingError, match=r"step 7, batch echo-word-3"):
+            policy_update(p, opt, eps, [0, 0], cfg, 7, "echo-word-3")
+        assert torch.isnan(p.model.model.norm.weight).all()
