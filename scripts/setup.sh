@@ -85,6 +85,25 @@ log "ray $RAY_VERSION ready in $RAY_VENV (scripts/ray.sh start|stop runs a local
 # checksummed; `tbrl serve` and the demo run it when no endpoint is configured. A no-op when present.
 bash scripts/fetch-model.sh || die "fetching the default local model failed (see above)"
 # --- end of default local model section ---
+# --- Training venv for the trainer bridge (owned by the learning-loop work #19; keep together) ---
+# .venv/train holds verl 0.9.1 (torch 2.15, transformers 5.x: ~5.4 GB, CUDA wheels that also run on CPU),
+# gguf, peft, pytest and pyarrow, with ray held at $RAY_VERSION by a constraint so verl does not move
+# it. Separate from .venv/ray, which stays the light Ray runtime every other test uses. The cpu-tiny
+# preset, the verl tests and `tbrl train fetch` use it. Cached: a re-run is one import check.
+TRAIN_VENV=.venv/train
+# Imported by verl 0.9.1's trainer and agent-loop modules but not declared by its default install.
+TRAIN_VERL_MISSING="cachetools uvicorn fastapi TransferQueue>=0.1.10"
+train_ok() { "$TRAIN_VENV/bin/python" -c "import torch, transformers, gguf, peft, pytest, pyarrow, ray, verl.trainer.main_ppo, verl.trainer.ppo.v1.utils, verl.experimental.agent_loop, sys; sys.exit(ray.__version__ != '$RAY_VERSION')" >/dev/null 2>&1; }
+if ! train_ok; then
+  [ -x "$TRAIN_VENV/bin/python" ] || python3 -m venv "$TRAIN_VENV" || die "cannot create $TRAIN_VENV (python3 -m venv)"
+  log "installing verl==0.9.1, gguf, peft into $TRAIN_VENV (5.4 GB; about 10 minutes the first time)"
+  echo "ray==$RAY_VERSION" >/tmp/tbrl-train-constraints.txt
+  "$TRAIN_VENV/bin/pip" install -q "verl==0.9.1" gguf peft pytest pyarrow $TRAIN_VERL_MISSING -c /tmp/tbrl-train-constraints.txt >/tmp/tbrl-pip-train.log 2>&1 \
+    || { tail -20 /tmp/tbrl-pip-train.log; die "pip install verl==0.9.1 failed (log above)"; }
+  train_ok || die "verl/torch are not importable from $TRAIN_VENV after the install"
+fi
+log "verl 0.9.1 + torch ready in $TRAIN_VENV"
+# --- end of training venv section ---
 # --- code-server + Chromium for the extension e2e tests (owned by the extension work; keep together) ---
 # VS Code desktop cannot be downloaded here; code-server 4.100.3 (VS Code 1.100 on Node 20) comes from
 # npm. Its postinstall fetches ripgrep from the internet, so the install runs with --ignore-scripts and

@@ -74,7 +74,8 @@ if (suites.includes('integration')) runFiles('after-suite', testFiles('test/afte
 // trainer-bridge's pytest, with the venv scripts/setup.sh makes; its closing line
 // ("== 12 passed, 1 failed in 3.2s ==") is added to the totals.
 function runPytest() {
-  const python = existsSync('.venv/ray/bin/python') ? '.venv/ray/bin/python' : 'python3';
+  // .venv/train (verl, torch) runs the verl and cpu-tiny tests too; without it they report as skipped.
+  const python = ['.venv/train/bin/python', '.venv/ray/bin/python'].find((p) => existsSync(p)) ?? 'python3';
   console.log('\n=== python: trainer-bridge/tests ===');
   const r = spawnSync(python, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'trainer-bridge/tests'], { encoding: 'utf8', env: { ...process.env, TBRL_TEST: '1' } });
   process.stdout.write(r.stdout ?? '');

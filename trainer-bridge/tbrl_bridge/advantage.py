@@ -140,10 +140,15 @@ def token_factors(step_token_counts: Sequence[int], factors: Sequence[float], z:
 
 def compute_depgpo_advantage_np(scores: Sequence[float], index: Sequence[Any], token_multipliers: Sequence[Sequence[float]], response_mask: Sequence[Sequence[float]], normalize_std: bool = True) -> list[list[float]]:
     """Plain-Python DepGPO over a batch: group by ``index`` (the prompt uid), GRPO within each
-    group, then scale every response token by its step's f_t / Z. Used when verl is absent."""
+    group, then scale every response token by its step's f_t / Z.
+
+    A row whose response mask is all zero is a masked rollout (an infra outcome: the environment,
+    the verifier or the model server failed, not the agent): it is left out of its group's mean and
+    std and gets advantage 0, so it is never trained on as if the agent had scored 0."""
     groups: dict[Any, list[int]] = {}
     for i, k in enumerate(index):
-        groups.setdefault(k, []).append(i)
+        if any(m for m in response_mask[i]):
+            groups.setdefault(k, []).append(i)
     adv = [0.0] * len(scores)
     for members in groups.values():
         for i, a in zip(members, group_advantages([scores[i] for i in members], normalize_std)):
@@ -157,38 +162,49 @@ VERL_ESTIMATOR_NAME = "depgpo"
 def register_with_verl() -> Optional[str]:
     """Registers ``depgpo`` with verl's advantage-estimator registry. Returns why not when verl is absent.
 
-    verl calls the estimator with token_level_rewards, response_mask, index and config; the rLLM
-    workflow adds ``depgpo_token_factors`` (per-token f_t / Z from env-server ``credit``) to the
-    batch. Without it, every factor is 1 and the estimator is exactly GRPO (sample std, no epsilon).
+    verl's ``compute_advantage`` calls a registered estimator with token_level_rewards, response_mask,
+    index and config only; ``verl_glue.install_in_verl`` wraps it so the per-token f_t / Z
+    (``depgpo_token_factors``, from the agent loop's env-server ``credit``) reach this function too.
+    Without them every factor is 1 and the estimator is exactly GRPO (sample std, no epsilon).
+    Registering twice is a no-op (verl refuses a different function under the same name).
     """
     try:
         import torch  # noqa: F401
-        from verl.trainer.ppo.core_algos import register_adv_est  # type: ignore
+        from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est  # type: ignore
     except Exception as err:  # ImportError, or a broken CUDA install
         return f"verl is not importable ({type(err).__name__}: {err})"
-
-    import torch
-
+    if VERL_ESTIMATOR_NAME in ADV_ESTIMATOR_REGISTRY:
+        return None
     try:
-        decorator = register_adv_est(VERL_ESTIMATOR_NAME)
+        register_adv_est(VERL_ESTIMATOR_NAME)(compute_depgpo_outcome_advantage)
     except Exception as err:
         return f"verl refused the registration: {err}"
-
-    @decorator
-    def compute_depgpo_outcome_advantage(token_level_rewards, response_mask, index=None, config=None, depgpo_token_factors=None, **kwargs):
-        # The arithmetic is compute_depgpo_advantage_np's (tested against the shared vectors);
-        # this wrapper only moves tensors in and out. A training step's batch is small enough.
-        normalize = bool(getattr(config, "norm_adv_by_std_in_grpo", True)) if config is not None else True
-        with torch.no_grad():
-            scores = token_level_rewards.sum(dim=-1).tolist()
-            mask = response_mask.tolist()
-            keys = list(index) if index is not None else [0] * len(scores)
-            mult = depgpo_token_factors.tolist() if depgpo_token_factors is not None else [[1.0] * len(m) for m in mask]
-            adv = compute_depgpo_advantage_np(scores, keys, mult, mask, normalize)
-            advantages = torch.tensor(adv, dtype=token_level_rewards.dtype, device=token_level_rewards.device)
-        return advantages, advantages
-
     return None
+
+
+def compute_depgpo_outcome_advantage(token_level_rewards, response_mask, index=None, config=None, depgpo_token_factors=None, norm_adv_by_std_in_grpo=None, **kwargs):
+    """verl's estimator signature over compute_depgpo_advantage_np: (advantages, returns), both [B, T]."""
+    import torch
+
+    if norm_adv_by_std_in_grpo is not None:
+        normalize = bool(norm_adv_by_std_in_grpo)
+    elif config is not None:
+        normalize = bool(config.get("norm_adv_by_std_in_grpo", True)) if hasattr(config, "get") else bool(getattr(config, "norm_adv_by_std_in_grpo", True))
+    else:
+        normalize = True
+    with torch.no_grad():
+        scores = token_level_rewards.sum(dim=-1).tolist()
+        mask = response_mask.tolist()
+        keys = [k.item() if hasattr(k, "item") else k for k in index] if index is not None else [0] * len(scores)
+        if depgpo_token_factors is None:
+            mult = [[1.0] * len(m) for m in mask]
+        elif hasattr(depgpo_token_factors, "tolist") and not isinstance(depgpo_token_factors, list):
+            mult = depgpo_token_factors.tolist()
+        else:
+            mult = [list(row) if row is not None else [] for row in depgpo_token_factors]
+        adv = compute_depgpo_advantage_np(scores, keys, mult, mask, normalize)
+        advantages = torch.tensor(adv, dtype=token_level_rewards.dtype, device=token_level_rewards.device)
+    return advantages, advantages
 
 
 def iter_vector_checks(vector: dict) -> Iterable[tuple[str, float, float]]:

@@ -146,40 +146,91 @@ def dryrun(root: Path, algorithm: str, metrics: MetricsWriter, hold_sec: float) 
     return 0
 
 
-def train(root: Path, preset_name: str, preset: dict, algorithm: str, extra: list[str], metrics: MetricsWriter) -> int:
-    bundle = load_bundle(root)
-    missing = []
-    for mod in ("verl", "rllm"):
+def training_python_missing() -> Optional[str]:
+    """Why torch/verl/transformers cannot be imported by this Python, or None."""
+    for mod in ("torch", "transformers", "verl.trainer.ppo.core_algos", "gguf"):
         try:
             __import__(mod)
         except Exception as err:
-            missing.append(f"{mod} ({type(err).__name__}: {err})")
+            return f"{mod} ({type(err).__name__}: {err})"
+    return None
+
+
+def checkpoint_root(root: Path) -> Path:
+    """TBRL_CHECKPOINT_DIR on the node, else ~/.cache/tbrl/checkpoints/<Ray's package dir name>."""
+    base = os.environ.get("TBRL_CHECKPOINT_DIR") or str(Path.home() / ".cache" / "tbrl" / "checkpoints")
+    return Path(base) / root.name
+
+
+def train_cpu(root: Path, preset_name: str, preset: dict, algorithm: str, extra: list[str], metrics: MetricsWriter) -> int:
+    from .cpu_train import tiny_config
+
+    bundle = load_bundle(root)
+    cfg = tiny_config(preset, extra, algorithm)  # a bad setting fails here, before anything loads
+    missing = training_python_missing()
     if missing:
+        alt = os.environ.get("TBRL_TRAIN_PYTHON")
+        if alt and Path(alt).resolve() != Path(sys.executable).resolve() and not os.environ.get("TBRL_REEXEC"):
+            log(f"{missing} is not importable by {sys.executable}; re-running under TBRL_TRAIN_PYTHON={alt}")
+            os.environ["TBRL_REEXEC"] = "1"
+            os.execv(alt, [alt, "-m", "tbrl_bridge.entrypoint", *sys.argv[1:]])
         raise RuntimeError(
-            f"preset {preset_name} trains with rLLM/verl, which are not importable on this node: {'; '.join(missing)}. "
-            "Install them in the Python the Ray nodes run (pip install 'tbrl-bridge[train]' or the verl/rLLM images), "
-            "or use --preset dryrun to check a bundle on a CPU-only cluster."
+            f"preset {preset_name} needs torch, transformers, verl and gguf, and {sys.executable} cannot import {missing}. "
+            "Fix: bash scripts/setup.sh makes .venv/train; submit with --python /path/to/.venv/train/bin/python "
+            "or set TBRL_TRAIN_PYTHON to it in the Ray nodes' environment"
+        )
+    from .cpu_train import train_tiny
+    from .policy import check_model_path, default_model_path
+    from .tiny_tasks import write_family
+
+    check_model_path(Path(cfg.model) if cfg.model else default_model_path())
+    cmd, how = find_tbrl_command()
+    if cmd is None:
+        raise RuntimeError(f"preset {preset_name} drives tbrl env-server and {how}")
+    ok, why = docker_available()
+    if not ok:
+        raise RuntimeError(f"preset {preset_name} runs episodes in Docker and {why}. Fix: run the job on a node with Docker")
+    if bundle.tasks:
+        tasks = [str(root / t["dir"]) for t in bundle.tasks]
+        log(f"training on the bundle's {len(tasks)} task(s)")
+    else:
+        tasks = [str(d) for d in write_family(root / "echo-word", cfg.family_seeds)]
+        log(f"no task in the bundle: training on the echo-word family, seeds {cfg.family_seeds}")
+    out = checkpoint_root(root)
+    log(f"cpu-tiny {algorithm}: {cfg.steps} step(s) x {cfg.tasks_per_step} task(s) x {cfg.group_size} rollouts, lr {cfg.lr}, checkpoints in {out}")
+    metrics.event("train-launch", preset=preset_name, algorithm=algorithm, engine="cpu", checkpoints=str(out))
+    train_tiny(cfg, tasks, cmd, metrics, out, log)
+    return 0
+
+
+def train(root: Path, preset_name: str, preset: dict, algorithm: str, extra: list[str], metrics: MetricsWriter) -> int:
+    if preset.get("engine") == "cpu":
+        return train_cpu(root, preset_name, preset, algorithm, extra, metrics)
+    bundle = load_bundle(root)
+    try:
+        import verl  # noqa: F401
+    except Exception as err:
+        raise RuntimeError(
+            f"preset {preset_name} trains with verl, which is not importable on this node ({type(err).__name__}: {err}). "
+            "Install it in the Python the Ray nodes run (pip install verl==0.9.1 vllm, or verl's images), "
+            "or use --preset dryrun / cpu-tiny on a CPU-only cluster."
         )
     parquet, note = convert_dataset(bundle)
     if parquet is None:
         raise RuntimeError(f"cannot write the training parquet: {note}")
-    if algorithm == "depgpo":
-        why = register_with_verl()
-        if why:
-            raise RuntimeError(f"cannot register the DepGPO estimator: {why}")
-    overrides = merge_overrides(hydra_overrides(preset, str(parquet.parent), algorithm), extra)
-    from .rllm_workflow import TbrlWorkflow, require_rllm  # noqa: E402  (rLLM present: checked above)
+    from .presets import agent_loop_yaml
+    from .verl_main import run as run_verl
 
-    require_rllm()
-    from rllm.trainer.agent_trainer import AgentTrainer  # type: ignore
-
-    log("launching rLLM AgentTrainer (verl backend) with:\n  " + "\n  ".join(overrides))
+    loop_cfg = root / "tbrl_agent_loop.yaml"
+    loop_cfg.write_text(agent_loop_yaml(preset, str(root)), encoding="utf-8")
+    overrides = merge_overrides(hydra_overrides(preset, str(parquet.parent), algorithm, str(loop_cfg)), extra)
+    log("launching verl (main_ppo, tbrl_env agent loop) with:\n  " + "\n  ".join(overrides))
     metrics.event("train-launch", preset=preset_name, algorithm=algorithm, overrides=len(overrides))
+    # Every Ray worker (rollout workers import the agent loop) finds tbrl_bridge in the working dir.
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [str(root), os.environ.get("PYTHONPATH", "")] if p)
-    # The submit put TBRL_ALGORITHM into the job's env (every worker sees it); a hand-run entrypoint may not have.
     os.environ["TBRL_ALGORITHM"] = algorithm
-    trainer = AgentTrainer(workflow_class=TbrlWorkflow, workflow_args={"max_steps": int(preset["maxSteps"])}, config=overrides)
-    trainer.train()
+    os.environ["TBRL_BUNDLE_ROOT"] = str(root)
+    run_verl(overrides)
     return 0
 
 

@@ -60,6 +60,7 @@ def install_in_rllm() -> str | None:
     depgpo_advantages._tbrl_depgpo = True  # type: ignore[attr-defined]
     # Trainer modules bind the function by name at import; patch every binding, not just the source.
     for mod in list(sys.modules.values()):
-        if mod is not None and getattr(mod, "compute_advantage_from_trajectory_groups", None) is original:
+        # vars(), not getattr: a lazy module (transformers') would import everything it can name.
+        if mod is not None and vars(mod).get("compute_advantage_from_trajectory_groups") is original:
             setattr(mod, "compute_advantage_from_trajectory_groups", depgpo_advantages)
     return None

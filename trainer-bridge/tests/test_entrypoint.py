@@ -12,7 +12,7 @@ import pytest
 
 from tbrl_bridge.bundle import BundleError, load_bundle
 from tbrl_bridge.entrypoint import load_secrets_file, main
-from tbrl_bridge.presets import hydra_overrides, load_presets, merge_overrides
+from tbrl_bridge.presets import agent_loop_yaml, hydra_overrides, load_presets, merge_overrides
 
 REPO = Path(__file__).resolve().parents[2]
 TBRL = [str(REPO / "node_modules" / ".bin" / "tsx"), str(REPO / "src" / "cli" / "main.ts")]
@@ -118,11 +118,13 @@ def test_advantages_that_disagree_with_python_fail_loudly(bundle_zip, tmp_path, 
     assert "disagrees with the bundle's advantages by 0.01" in out
 
 
-def test_gpu_preset_without_verl_says_what_to_install(bundle_zip, tmp_path, capsys):
+def test_gpu_preset_without_verl_says_what_to_install(bundle_zip, tmp_path, capsys, monkeypatch):
     root = unpack(bundle_zip, tmp_path / "b")
+    monkeypatch.setitem(sys.modules, "verl", None)  # a node without verl (import raises ImportError)
     assert run_entry(root, preset="prod_32b_8_gpus") == 1
     out = capsys.readouterr().out
-    assert "not importable on this node: verl" in out
+    assert "trains with verl, which is not importable on this node" in out
+    assert "pip install verl==0.9.1" in out
     assert "--preset dryrun" in out
 
 
@@ -146,7 +148,8 @@ def test_presets_follow_terminal_bench_rl():
     assert "actor_rollout_ref.actor.clip_ratio_high=0.28" in ov
     assert "data.max_response_length=26768" in ov
     assert "trainer.n_gpus_per_node=8" in ov
-    assert "agent.max_steps=100" in ov
+    assert "actor_rollout_ref.rollout.agent.default_agent_loop=tbrl_env" in ov
+    assert "max_turns: 100" in agent_loop_yaml(presets["prod_32b_8_gpus"], "/bundle")
     assert "algorithm.adv_estimator=grpo" in hydra_overrides(presets["test_8b_2_gpus"], "/d", "grpo")
 
 

@@ -10,6 +10,7 @@ import { importCommand } from './import';
 import { newTaskCommand } from './new-task';
 import { gcCommand } from './gc';
 import { trainCommands } from './train';
+import { trainFetchCommand } from './train-fetch';
 import { envServerCommand } from './env-server';
 import { synthCommand } from './synth';
 import { runWorkspaceCommand, saveTaskCommand } from './run-workspace';
@@ -32,6 +33,7 @@ export const commands: CliCommand[] = [
   newTaskCommand,
   gcCommand,
   ...trainCommands,
+  trainFetchCommand,
   envServerCommand,
   synthCommand,
   runWorkspaceCommand,

@@ -18,7 +18,7 @@ type Values = Record<string, string | boolean | (string | boolean)[] | undefined
  * The token comes from TBRL_RAY_TOKEN or --token-file, never from a flag value: a flag would land
  * in shell history and in `ps` output for every user of the machine.
  */
-const clusterOptions = {
+export const clusterOptions = {
   cluster: { type: 'string' },
   header: { type: 'string', multiple: true },
   'ca-file': { type: 'string' },
@@ -136,7 +136,7 @@ async function follow(client: RayJobsClient, id: string): Promise<number> {
     }
     const c = metrics.canonical();
     const last = (k: keyof typeof c): string => (c[k].length ? String(Number(c[k][c[k].length - 1].value.toFixed(4))) : '-');
-    console.log(`\n${describe(job)}\n  metrics: reward ${last('rewardMean')}, pass rate ${last('passRate')}, entropy ${last('entropy')}, grad norm ${last('gradNorm')}, DepGPO factor spread ${last('depgpoFactorSpread')}`);
+    console.log(`\n${describe(job)}\n  metrics: reward ${last('rewardMean')}, pass rate ${last('passRate')}, entropy ${last('entropy')}, grad norm ${last('gradNorm')}, DepGPO factor spread ${last('depgpoFactorSpread')}, tokens/s ${last('tokensPerSec')}`);
     return job.status === 'SUCCEEDED' ? 0 : 1;
   } finally {
     process.off('SIGINT', onSigint);

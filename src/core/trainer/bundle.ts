@@ -13,6 +13,7 @@ import { initialMessages, loadSystemPrompt } from '../agent/prompt';
 import { packageRoot } from '../sandbox/package-root';
 import { VERSION } from '../version';
 import { buildZip } from './zip';
+import { getPreset } from './presets';
 import type { ZipEntry } from './zip';
 import { isSecretName, refuseSecrets, scanText, secretNamedKeys } from './secrets';
 import type { SecretFinding } from './secrets';
@@ -108,7 +109,8 @@ export async function buildBundle(options: BundleOptions): Promise<Bundle> {
 
   // Tasks: their directories travel whole (the env-server builds the image from them), and each
   // becomes a dataset row whose extra_info carries the full task with paths inside the bundle.
-  if (options.taskDirs.length === 0 && options.trajectories.length === 0) {
+  // A preset with built-in tasks (cpu-tiny's echo-word family) may be submitted with neither.
+  if (options.taskDirs.length === 0 && options.trajectories.length === 0 && getPreset(options.preset, options.bridgeDir).builtinTasks !== true) {
     throw new TbrlError('bundle-empty', 'Nothing to train on: no tasks and no trajectories.', 'Pass --tasks <dir>... (task directories) and/or --trajectories <run-dir|trajectory.jsonl>...');
   }
   const prompt = loadSystemPrompt();

@@ -17,6 +17,7 @@ export const CANONICAL: Record<string, readonly string[]> = {
   entropy: ['actor/entropy', 'actor/entropy_loss'],
   gradNorm: ['actor/grad_norm', 'grad_norm'],
   depgpoFactorSpread: ['depgpo/factor_spread'],
+  tokensPerSec: ['perf/tokens_per_sec', 'perf/throughput'],
 };
 
 export const BRIDGE_METRICS_PREFIX = 'tbrl-metrics ';

@@ -19,6 +19,8 @@ export interface Preset {
   temperature?: number;
   clipRatioHigh?: number;
   entrypointNumCpus?: number;
+  /** The job brings its own tasks when the bundle has none (cpu-tiny: the echo-word family). */
+  builtinTasks?: boolean;
   [key: string]: unknown;
 }
 

@@ -1,0 +1,80 @@
+// cpu-tiny end to end on a real local Ray head: `train submit` trains SmolLM2-135M for one step
+// through the env-server (real Docker), streams metrics, writes a checkpoint; `train fetch` brings it
+// back as a GGUF. Needs .venv/train and the model (scripts/setup.sh); the head is scripts/ray.sh's
+// (TBRL_RAY_DASHBOARD_PORT), started here when nothing is up.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { RayJobsClient } from '../../src/core/trainer/jobs';
+import { submitTraining } from '../../src/core/trainer/submit';
+import type { SubmitOptions } from '../../src/core/trainer/submit';
+import { parseMetrics } from '../../src/core/trainer/metrics';
+import { fetchCheckpoint, lastCheckpoint } from '../../src/core/trainer/fetch';
+import { REPO, scratch } from '../unit/trainer-fixtures';
+
+const PORT = Number(process.env.TBRL_RAY_DASHBOARD_PORT ?? 8365);
+const URL_ = `http://127.0.0.1:${PORT}`;
+const client = new RayJobsClient({ url: URL_ });
+const TRAIN_PYTHON = join(REPO, '.venv', 'train', 'bin', 'python');
+const TBRL_CLI = `${join(REPO, 'node_modules', '.bin', 'tsx')} ${join(REPO, 'src', 'cli', 'main.ts')}`;
+const RUN = `${process.pid}-${Date.now()}`;
+const root = scratch('tbrl-cpu-tiny-');
+const submitted: string[] = [];
+let startedHere = false;
+
+function ray(cmd: 'start' | 'stop' | 'status'): number {
+  return spawnSync(join(REPO, 'scripts', 'ray.sh'), [cmd], { stdio: cmd === 'status' ? 'ignore' : 'inherit' }).status ?? 1;
+}
+
+before(() => {
+  assert.ok(existsSync(TRAIN_PYTHON), `${TRAIN_PYTHON} is missing: bash scripts/setup.sh makes it`);
+  if (ray('status') !== 0) {
+    startedHere = true;
+    assert.equal(ray('start'), 0, 'scripts/ray.sh start');
+  }
+});
+
+after(async () => {
+  for (const id of submitted) {
+    await client.stop(id).catch(() => undefined);
+    await client.wait(id, { timeoutMs: 60_000 }).catch(() => undefined);
+    await client.delete(id).catch(() => undefined);
+  }
+  rmSync(root, { recursive: true, force: true });
+  if (startedHere) ray('stop');
+});
+
+function options(overrides: string[]): SubmitOptions {
+  return {
+    cluster: { url: URL_ }, preset: 'cpu-tiny', algorithm: 'depgpo', taskDirs: [], trajectories: [], overrides,
+    env: { TBRL_CLI, TBRL_CHECKPOINT_DIR: join(root, 'checkpoints') }, python: TRAIN_PYTHON, tag: RUN, localEnv: {},
+  };
+}
+
+test('a bad cpu-tiny setting fails at once with the cause and the fix', async () => {
+  const r = await submitTraining(options(['tbrl.stpes=1']));
+  submitted.push(r.submissionId);
+  const job = await client.wait(r.submissionId, { timeoutMs: 60_000 });
+  assert.equal(job.status, 'FAILED');
+  const log = await client.logs(r.submissionId);
+  assert.match(log, /unknown cpu-tiny setting 'stpes'.*Fix: use one of .*steps/);
+  assert.doesNotMatch(log, /parameters in/, 'no model was loaded');
+});
+
+test('cpu-tiny trains one step through the env-server, streams metrics, and its checkpoint comes back as GGUF', async () => {
+  const r = await submitTraining(options(['tbrl.steps=1', 'tbrl.group_size=2', 'tbrl.tasks_per_step=1', 'tbrl.max_turns=1', 'tbrl.max_new_tokens=16', 'tbrl.family_seeds=1']));
+  submitted.push(r.submissionId);
+  const job = await client.wait(r.submissionId, { timeoutMs: 240_000 });
+  const log = await client.logs(r.submissionId);
+  assert.equal(job.status, 'SUCCEEDED', log.split('\n').slice(-30).join('\n'));
+  const c = parseMetrics(log).canonical();
+  for (const k of ['rewardMean', 'passRate', 'gradNorm', 'depgpoFactorSpread', 'tokensPerSec'] as const) assert.equal(c[k].length, 1, `${k} has one point`);
+  assert.ok(c.tokensPerSec[0].value > 0);
+  const cp = lastCheckpoint(log);
+  assert.ok(cp && cp.step === 1 && existsSync(join(cp.path, 'model.safetensors')), `checkpoint in the log: ${JSON.stringify(cp)}`);
+  const fetched = await fetchCheckpoint({ client, jobId: r.submissionId, outDir: join(root, 'models'), python: TRAIN_PYTHON, dtype: 'f16' });
+  assert.equal(readFileSync(fetched.gguf).subarray(0, 4).toString(), 'GGUF');
+  assert.ok(existsSync(join(fetched.checkpoint, 'tbrl-checkpoint.json')));
+});
