@@ -2,8 +2,9 @@
  * A synthesised Tev task in a real container: the image builds offline from the stand-in base
  * (the SQLite database is built inside it), the untouched workspace has Φ = 0 and fails the strict
  * verifier, Φ read through evaluateProgress rises along the reference steps to 1, the reference
- * passes (PPRS R = 1.25), and a replaying pipeline (a gaming probe) fails with Φ < 1. A Harbor
- * version passes through its reward file, and `runTask` (oracle policy) records Φ on every step
+ * passes (PPRS R = 1.25), and a replaying pipeline (a shortcut probe) fails with Φ = 0; the hidden
+ * suites' text is nowhere in the container. Harbor versions of two more domains (a safetensors
+ * shard; a manifest and SQLite) pass through their reward file, and `runTask` (oracle policy) records Φ on every step
  * and PPRS in the footer.
  */
 import { describe, it, after } from 'node:test';
@@ -51,6 +52,20 @@ describe('Tev task in a real container', () => {
       assert.match(db.output, /cannot access '?\/app\/setup/, 'the build step and the SQL script are gone from the image');
       assert.match(db.output, /cannot access '?\/app\/data\/products\.sql/);
 
+      // Hidden suites are sealed: neither the metamorphic rewrite, nor the stale-output
+      // counterfactual (its extra record and the report it must give), nor the held-out answer is
+      // anywhere in the container the agent works in.
+      const verifierSpec = JSON.parse(/SPEC = json\.loads\(r'''(.*)'''\)/.exec(t.taskFiles['tests/test_outputs.py'])![1]) as { extra: { line: string; report: { rows: string[][] } } };
+      const progressSpec = JSON.parse(t.taskFiles['tests/progress.json']) as { pipeline: { expected_report: { rows: string[][] } } };
+      // Report rows only the hidden suites know: not in the true report, and (by chance) not in a visible input such as the stale cache.
+      const visible = Object.values(t.inputs).join('\n');
+      const hiddenRows = (rows: string[][]) => rows.map((r) => r.join(',')).filter((row) => !t.expected.report.rows.some((e) => e.join(',') === row) && !visible.includes(row));
+      const sealed = ['check_renamed_shards', 'check_extra_record_over_stale_outputs', 'def follows_holdout', verifierSpec.extra.line, ...hiddenRows(verifierSpec.extra.report.rows), ...hiddenRows(progressSpec.pipeline.expected_report.rows)];
+      assert.ok(sealed.length >= 6 && sealed.every((s) => typeof s === 'string' && s.length > 8), JSON.stringify(sealed));
+      await sb.writeFile('/tmp/sealed.txt', sealed.join('\n') + '\n');
+      const grep = await sb.exec('grep -rlF -f /tmp/sealed.txt / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev 2>/dev/null | grep -v "^/tmp/sealed.txt$"; rm /tmp/sealed.txt; true');
+      assert.equal(grep.output.trim(), '', `hidden-suite text visible to the agent in: ${grep.output}`);
+
       const empty = await evaluateProgress(sb, task);
       assert.ok(empty);
       assert.equal(empty.phi, 0, 'the untouched workspace has no credit: every node needs an output the agent writes');
@@ -92,8 +107,8 @@ describe('Tev task in a real container', () => {
     }
   });
 
-  it('a Harbor-format task (log forensics): the whole solve.sh passes through the reward file, Φ = 1', { timeout: 180_000 }, async () => {
-    const t = synthesize({ domain: 'log-forensics', tier: 'unit', seed: 8, faultCount: 3 });
+  for (const domain of ['quantum', 'infra-ops']) it(`a Harbor-format ${domain} task (safetensors or manifest + SQLite built in the image): solve.sh passes through the reward file, Φ = 1`, { timeout: 180_000 }, async () => {
+    const t = synthesize({ domain, tier: 'unit', seed: 8, faultCount: 6 });
     const dir = join(scratch, `${t.id}-harbor`);
     await writeSynthesizedTask(t, dir, 'harbor');
     const task = await loadTask(dir);

@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { COVERAGE_AXES, type CoverageLabels } from './generate';
 
 /** How often each value of each coverage axis occurs in a corpus (lists count each member; maps count their values). */
@@ -36,4 +38,19 @@ export function labelsMatch(labels: Partial<CoverageLabels>, query: string): boo
   const axis = query.slice(0, eq).trim() as keyof CoverageLabels;
   const want = query.slice(eq + 1).trim().toLowerCase();
   return labels[axis] !== undefined && valuesOf(labels[axis]).some((v) => v.toLowerCase().includes(want));
+}
+
+/** A task's coverage labels (tests/coverage.json, written by `tbrl synth`), or undefined for other tasks. */
+export async function readTaskLabels(taskDir: string): Promise<Partial<CoverageLabels> | undefined> {
+  try {
+    const parsed = JSON.parse(await readFile(join(taskDir, 'tests', 'coverage.json'), 'utf8')) as unknown;
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Partial<CoverageLabels>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every whitespace-separated term must match: `axis=value` a label, a plain word the name or any label. */
+export function taskMatchesFilter(name: string, labels: Partial<CoverageLabels> | undefined, query: string): boolean {
+  return query.trim().split(/\s+/).filter(Boolean).every((term) => (!term.includes('=') && name.toLowerCase().includes(term.toLowerCase())) || (labels !== undefined && labelsMatch(labels, term)));
 }

@@ -41,6 +41,15 @@ export const filterRuns: CommandDef = {
   },
 };
 
+export const filterTasks: CommandDef = {
+  id: 'tbrl.filterTasks',
+  async run(ctx, arg) {
+    const query = typeof arg === 'string' ? arg : await vscode.window.showInputBox({ prompt: 'Filter tasks by coverage label (field=quantum, scale=small, faultClasses=stale-cache, horizon=17) or name', value: ctx.tasks.currentFilter });
+    if (query === undefined) return;
+    ctx.tasks.setFilter(query);
+  },
+};
+
 export const openTaskInstruction: CommandDef = {
   id: 'tbrl.openTaskInstruction',
   async run(_ctx, arg) {

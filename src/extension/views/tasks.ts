@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { findRuns, findTasks, runsDirOf, type TaskEntry } from '../discover';
 import { readValidations } from '../../core/tasks/validation-record';
 import { taskStatus, type TaskStatus } from './task-status';
+import { readTaskLabels, taskMatchesFilter } from '../../core/synth/coverage';
 
 export type TaskNode = TaskEntry & { status: TaskStatus };
 
@@ -17,8 +18,21 @@ export class TasksProvider implements vscode.TreeDataProvider<TaskNode> {
 
   constructor(private readonly runsDir: () => string, private readonly output?: vscode.LogOutputChannel) {}
 
+  private filter = '';
+
   refresh(): void {
     this.changed.fire();
+  }
+
+  /** Filter by name or coverage label: `field=quantum`, `faultClasses=stale-cache`, `scale=small`, or plain words. */
+  setFilter(query: string): void {
+    this.filter = query;
+    void vscode.commands.executeCommand('setContext', 'tbrl.tasksFiltered', query.trim() !== '');
+    this.refresh();
+  }
+
+  get currentFilter(): string {
+    return this.filter;
   }
 
   async getChildren(): Promise<TaskNode[]> {
@@ -30,7 +44,10 @@ export class TasksProvider implements vscode.TreeDataProvider<TaskNode> {
       if (problem) this.output?.warn(problem);
       return tasks.map((t) => ({ ...t, status: taskStatus(t, records.get(t.dir), runs) }));
     }));
-    return perFolder.flat();
+    const all = perFolder.flat();
+    if (!this.filter.trim()) return all;
+    const labelled = await Promise.all(all.map(async (t) => ({ t, labels: await readTaskLabels(t.dir) })));
+    return labelled.filter(({ t, labels }) => taskMatchesFilter(t.name, labels, this.filter)).map(({ t }) => t);
   }
 
   getTreeItem(t: TaskNode): vscode.TreeItem {
