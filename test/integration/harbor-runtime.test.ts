@@ -175,7 +175,7 @@ describe('Harbor runtime semantics with Docker', () => {
     assert.deepEqual(reward.metrics, { correctness: 1, style: 0.5 });
     assert.equal(reward.tests, 0.75);
     assert.match(reward.metricsRule ?? '', /mean of 2 metrics/);
-    assert.match(readFileSync(result.reportPath, 'utf8'), /reward\.json metrics: correctness = 1, style = 0\.5/);
+    assert.match(readFileSync(result.reportPath, 'utf8'), /metrics: correctness = 1, style = 0\.5/);
   });
 
   it('runs [[steps]] as one conversation: each step verified, min_reward stops the rest', async () => {

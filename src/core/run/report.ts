@@ -36,7 +36,7 @@ export function renderReport(args: { header: TrajectoryHeader; steps: StepRecord
     lines.push('## Reward', '');
     lines.push(`total = ${r.weights.tests} × tests + ${r.weights.judge} × judge = **${r.total.toFixed(3)}**`, '');
     if (r.tests !== undefined) lines.push(`- tests: ${r.tests.toFixed(3)}`);
-    if (r.metrics) lines.push(`- reward.json metrics: ${Object.entries(r.metrics).map(([k, v]) => `${k} = ${v}`).join(', ')}; tests = ${r.metricsRule ?? 'reward'}`);
+    if (r.metrics) lines.push(`- metrics: ${Object.entries(r.metrics).map(([k, v]) => `${k} = ${v}`).join(', ')}; tests = ${r.metricsRule ?? 'reward'}`);
     if (r.testError) lines.push(`- tests could not be scored: ${r.testError.kind} — ${oneLine(r.testError.message)}`);
     if (r.judge) lines.push('missing' in r.judge ? `- judge: not run (${r.judge.missing})` : `- judge: ${r.judge.score.toFixed(3)} (${r.judge.backend}, prompt ${r.judge.promptVersion})`);
     if (r.pprs) lines.push(`- PPRS: pass=${r.pprs.pass}, Φ=${r.pprs.phi.toFixed(3)}, λ=${r.pprs.lambda}`);
