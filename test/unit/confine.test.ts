@@ -103,3 +103,18 @@ test('privileged compose keys are refused by name unless allowed; the socket is 
   const task = await loadTask(ok, { allowPrivileges: ['cap_add'] });
   assert.deepEqual(task.extra.allowedPrivileges, ['services.client.cap_add']);
 });
+
+test('a Harbor environment/docker-compose.yaml is confined relative to environment/ and its privilege keys refused', async () => {
+  const ok = harborTask();
+  writeFileSync(join(ok, 'instruction.md'), 'do it\n');
+  writeFileSync(join(ok, 'environment', 'docker-compose.yaml'), 'services:\n  main:\n    build:\n      context: .\n');
+  assert.equal((await loadTask(ok)).format, 'harbor');
+  const escape = harborTask();
+  writeFileSync(join(escape, 'instruction.md'), 'do it\n');
+  writeFileSync(join(escape, 'environment', 'docker-compose.yaml'), 'services:\n  main:\n    build:\n      context: ../..\n');
+  await refused(escape, 'TASK_PATH_ESCAPES', /environment\/docker-compose\.yaml/, /build\.context/);
+  const priv = harborTask();
+  writeFileSync(join(priv, 'instruction.md'), 'do it\n');
+  writeFileSync(join(priv, 'environment', 'docker-compose.yaml'), 'services:\n  main:\n    build: .\n    pid: host\n');
+  await refused(priv, 'PRIVILEGE_REFUSED', /services\.main\.pid/);
+});

@@ -33,7 +33,7 @@ test('a model server that drops the connection mid-body is retried as a connecti
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as { port: number }).port;
   try {
-    const client = new ModelClient({ baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm', apiKey: 'k', maxRetries: 2, retryBaseMs: 5, retryMaxMs: 10 });
+    const client = new ModelClient({ baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm', apiKey: 'k', maxRetries: 2 }, { retryBaseMs: 5, retryMaxMs: 10 });
     await assert.rejects(client.sample([{ role: 'user', content: 'hi' }], 1), (err: unknown) => {
       assert.ok(err instanceof TbrlError, String(err));
       assert.equal(err.code, 'model-unreachable', err.message);

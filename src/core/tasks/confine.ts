@@ -132,16 +132,18 @@ export async function inspectCompose(taskDir: string, composeFile: string): Prom
     if (!isPlainObject(service)) continue;
     const at = (key: string) => `services.${name}.${key}`;
     const build = service.build;
-    let context = taskDir;
-    if (typeof build === 'string') context = await confinedPath(taskDir, build, { file: composeFile, key: at('build') });
+    // Compose resolves relative paths against the compose file's directory (the task root for Terminal-Bench, environment/ for Harbor).
+    const base = dirname(composeFile);
+    let context = base;
+    if (typeof build === 'string') context = await confinedPath(taskDir, build, { file: composeFile, key: at('build') }, base);
     else if (isPlainObject(build)) {
-      if (typeof build.context === 'string') context = await confinedPath(taskDir, build.context, { file: composeFile, key: at('build.context') });
+      if (typeof build.context === 'string') context = await confinedPath(taskDir, build.context, { file: composeFile, key: at('build.context') }, base);
       if (typeof build.dockerfile === 'string') await confinedPath(taskDir, build.dockerfile, { file: composeFile, key: at('build.dockerfile') }, context);
     }
     const envFiles = typeof service.env_file === 'string' ? [service.env_file] : Array.isArray(service.env_file) ? service.env_file : [];
     for (const f of envFiles) {
       const path = typeof f === 'string' ? f : isPlainObject(f) && typeof f.path === 'string' ? f.path : undefined;
-      if (path !== undefined) await confinedPath(taskDir, path, { file: composeFile, key: at('env_file') });
+      if (path !== undefined) await confinedPath(taskDir, path, { file: composeFile, key: at('env_file') }, base);
     }
     for (const key of COMPOSE_PRIVILEGE_KEYS) {
       const value = service[key];
@@ -151,7 +153,7 @@ export async function inspectCompose(taskDir: string, composeFile: string): Prom
         for (const v of value) {
           const { source, type } = composeVolumeSource(v);
           if (type !== 'bind' || source === undefined || HARNESS_VARIABLE.test(source)) continue;
-          findings.push({ file: composeFile, key: at('volumes'), message: `binds the host path ${source} into the container`, never: neverAllowedSource(resolve(taskDir, source)) });
+          findings.push({ file: composeFile, key: at('volumes'), message: `binds the host path ${source} into the container`, never: neverAllowedSource(resolve(base, source)) });
         }
         continue;
       }
@@ -201,8 +203,9 @@ export async function confineTask(task: Task, options: ConfineOptions = {}): Pro
   const self = (file: string, key: string): PathOrigin => ({ file: join(dir, file), key });
   // The compose file first: its errors name the compose key, not the path the loader derived from it.
   const allowed: string[] = [];
-  if (task.format === 'terminal-bench') {
-    const findings = await inspectCompose(dir, join(dir, 'docker-compose.yaml'));
+  if (task.format === 'terminal-bench' || task.format === 'harbor') {
+    // Harbor keeps its compose file in environment/; tbrl builds only the Dockerfile, but the keys are refused alike.
+    const findings = await inspectCompose(dir, join(dir, task.format === 'harbor' ? 'environment' : '', 'docker-compose.yaml'));
     const refused = findings.filter((f) => !isAllowed(f, options.allowPrivileges ?? []));
     if (refused.length) throw privilegeError(refused, ALLOW_HINT);
     allowed.push(...findings.map((f) => f.key));
