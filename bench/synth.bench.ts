@@ -1,0 +1,143 @@
+/**
+ * Tev synthesis at corpus scale (issue #20).
+ *
+ *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7] [--per-domain 20] [--tier small]
+ *
+ * 1. `--count` tasks across the seven domains (round robin, seeds 1..count) at the small tier:
+ *    generation + the static gates (round trip, reversible faults, share-no-code, no-leak) per
+ *    task, the gate pass rate and the median horizon. Baseline in the same run: generation alone.
+ *    Then the full host gates (reference steps graded by both graders, pytest on the strict
+ *    verifier, every gaming probe) on `--full-sample` of those tasks, one per domain first.
+ *    Target: ≤ 1 s per task for generation + all gates, excluding image builds.
+ * 2. `--per-domain` tasks per domain run in real containers (the image built from the task's
+ *    Dockerfile): Φ after every reference step is monotone and ends at 1, the strict verifier
+ *    passes, and three shortcuts applied to the solved container (a replaying pipeline, outputs
+ *    left without a pipeline, an edited input) all score Φ = 0. 0 skips the container part.
+ */
+import { parseArgs } from 'node:util';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DOMAINS } from '../src/core/synth/domains';
+import { synthesize, type SynthesizedTask } from '../src/core/synth/generate';
+import { runGates, staticGates } from '../src/core/synth/gates';
+import { writeSynthesizedTask } from '../src/core/synth/write';
+import { evaluateProgress } from '../src/core/synth/progress';
+import { SOLVER_PRELUDE } from '../src/core/synth/solver-program';
+import { createDockerProvider, LABEL_RUN } from '../src/core/sandbox/index';
+import { loadTask } from '../src/core/tasks/load';
+import { runTests } from '../src/core/reward/tests';
+import type { ScaleTier } from '../src/core/synth/types';
+
+const { values } = parseArgs({ options: { count: { type: 'string' }, 'full-sample': { type: 'string' }, 'per-domain': { type: 'string' }, tier: { type: 'string' } } });
+const COUNT = Number(values.count ?? 1000);
+const FULL = Number(values['full-sample'] ?? 7);
+const PER_DOMAIN = Number(values['per-domain'] ?? 20);
+const TIER = (values.tier ?? 'small') as ScaleTier;
+const domains = Object.keys(DOMAINS);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const s = (ms: number) => `${(ms / 1000).toFixed(3)} s`;
+
+async function corpus(): Promise<void> {
+  const plan = Array.from({ length: COUNT }, (_, k) => ({ domain: domains[k % domains.length], tier: TIER, seed: k + 1 }));
+  let started = Date.now();
+  for (const p of plan) synthesize(p);
+  const genOnly = Date.now() - started;
+  started = Date.now();
+  const tasks: SynthesizedTask[] = [];
+  let passed = 0;
+  for (const p of plan) {
+    const t = synthesize(p);
+    if (staticGates(t).every((g) => g.passed)) passed++;
+    tasks.push(t);
+  }
+  const withStatic = Date.now() - started;
+  const horizons = tasks.map((t) => t.workflow.horizon);
+  const workloads = tasks.map((t) => t.workflow.horizonWorkload);
+  console.log(`${COUNT} ${TIER} tasks across ${domains.length} domains`);
+  console.log(`  generation alone (baseline):       ${s(genOnly / COUNT)} per task`);
+  console.log(`  generation + static gates:         ${s(withStatic / COUNT)} per task (${(withStatic / Math.max(1, genOnly)).toFixed(2)}x the baseline)`);
+  console.log(`  static gate pass rate:             ${passed}/${COUNT} (${((100 * passed) / COUNT).toFixed(1)}%)`);
+  console.log(`  median horizon:                    ${median(horizons)} stages (range ${Math.min(...horizons)}–${Math.max(...horizons)}), ${median(workloads)} est. actions`);
+  if (FULL > 0) {
+    // One per domain first, then further tasks of the plan.
+    const sample = tasks.slice(0, Math.min(FULL, tasks.length));
+    const times: number[] = [];
+    let ok = 0;
+    let probes = 0;
+    let shortcutsAtZero = 0;
+    let shortcuts = 0;
+    for (const t of sample) {
+      const a = Date.now();
+      const r = await runGates(t);
+      times.push(Date.now() - a);
+      if (r.passed) ok++;
+      else console.log(`  REJECTED ${t.id}: ${r.gates.filter((g) => !g.passed).map((g) => `${g.name}: ${g.detail.slice(0, 200)}`).join(' | ')}`);
+      probes += r.probes.length;
+      shortcuts += r.probes.filter((p) => p.kind === 'shortcut').length;
+      shortcutsAtZero += r.probes.filter((p) => p.kind === 'shortcut' && p.phi === 0 && !p.verifierPassed).length;
+    }
+    const total = times.reduce((x, y) => x + y, 0);
+    console.log(`  full host gates on ${sample.length} task(s): ${s(total / sample.length)} per task (median ${s(median(times))}); ${ok}/${sample.length} passed; ${probes} probes, ${shortcutsAtZero}/${shortcuts} shortcuts at Φ = 0 and failing the verifier`);
+    console.log(`  => generation + all gates ≈ ${s(withStatic / COUNT + total / sample.length)} per task (target ≤ 1 s)`);
+  }
+}
+
+async function containers(): Promise<void> {
+  if (PER_DOMAIN <= 0) return;
+  const provider = createDockerProvider();
+  const runId = `synth-bench-${process.pid}`;
+  const scratch = mkdtempSync(join(tmpdir(), 'tbrl-synth-bench-'));
+  let tasks = 0, monotone = 0, endAtOne = 0, verifierPassed = 0, probeZero = 0, probeTotal = 0;
+  const started = Date.now();
+  try {
+    for (const domain of domains) {
+      for (let k = 0; k < PER_DOMAIN; k++) {
+        const t = synthesize({ domain, tier: 'unit', seed: 500 + k });
+        const dir = join(scratch, t.id);
+        await writeSynthesizedTask(t, dir, 'terminal-bench');
+        const task = await loadTask(dir);
+        const sb = await provider.create({ image: { kind: 'dockerfile', context: dir, dockerfile: 'Dockerfile' }, runId, network: false });
+        try {
+          const phis = [(await evaluateProgress(sb, task))!.phi];
+          for (const [i, step] of t.steps.entries()) {
+            await sb.writeFile(`/tmp/ref-${i}.sh`, `${SOLVER_PRELUDE}\n${step.script}\n`);
+            const r = await sb.exec(`bash /tmp/ref-${i}.sh && rm /tmp/ref-${i}.sh`);
+            if (r.exitCode !== 0) throw new Error(`${t.id} step ${step.name}: ${r.output.slice(-300)}`);
+            phis.push((await evaluateProgress(sb, task))!.phi);
+          }
+          tasks++;
+          if (phis.every((p, i) => i === 0 || p >= phis[i - 1])) monotone++;
+          if (phis.at(-1) === 1) endAtOne++;
+          if ((await runTests({ task, sandbox: sb })).tests === 1) verifierPassed++;
+          const shortcuts = [
+            'mkdir -p /app/answers && cp /app/out/* /app/answers/ && printf \'#!/bin/bash\\nmkdir -p "$2" && cp /app/answers/* "$2"/\\n\' > /app/pipeline.sh',
+            'rm -f /app/pipeline.sh',
+            `cp -a /app/ref_pipeline.py /tmp/keep.py && printf 'cat > /app/pipeline.sh <<X\\nexec python3 /app/ref_pipeline.py "\\$1" "\\$2" summary\\nX\\n' | bash && echo '#' >> /app/${t.spec.dimA.file} && bash /app/pipeline.sh /app/data /app/out`,
+          ];
+          for (const cmd of shortcuts) {
+            await sb.exec(cmd);
+            probeTotal++;
+            if ((await evaluateProgress(sb, task))!.phi === 0) probeZero++;
+          }
+        } finally {
+          await sb.close();
+        }
+      }
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+    const left = await provider.docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=${runId}`] } });
+    if (left.length) console.log(`  ${left.length} container(s) left behind`);
+  }
+  console.log(`reference solutions in real containers: ${tasks} task(s) (${PER_DOMAIN} per domain × ${domains.length}), ${s((Date.now() - started) / Math.max(1, tasks))} per task incl. image build`);
+  console.log(`  Φ monotone ${monotone}/${tasks}, Φ = 1 at the end ${endAtOne}/${tasks}, strict verifier passes ${verifierPassed}/${tasks}, shortcut probes at Φ = 0: ${probeZero}/${probeTotal}`);
+}
+
+void (async () => {
+  await corpus();
+  await containers();
+})().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
