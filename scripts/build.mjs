@@ -1,6 +1,7 @@
 // Bundles the three front ends. The extension keeps `vscode` external (the host provides it);
 // native optional deps of dockerode's ssh transport are left out because VS Code's runtime cannot load them.
 import * as esbuild from 'esbuild';
+import { RUNTIME_ASSETS } from './build-assets.mjs';
 import { chmodSync, mkdirSync, cpSync, existsSync, readdirSync } from 'node:fs';
 
 const watch = process.argv.includes('--watch');
@@ -35,7 +36,7 @@ if (watch) {
   await Promise.all(builds.map((b) => esbuild.build(b)));
   chmodSync('dist/cli.js', 0o755);
 }
-// Prompt files and image recipes are read at run time, so they travel next to the bundle.
-for (const dir of ['src/core/prompts']) {
-  if (existsSync(dir)) cpSync(dir, 'dist/prompts', { recursive: true });
+// Prompt files and dockerode's BuildKit protos are read at run time, so they travel next to the bundle.
+for (const { from, to } of RUNTIME_ASSETS) {
+  if (existsSync(from)) cpSync(from, to, { recursive: true });
 }

@@ -5,11 +5,12 @@
 # HARBOR_CORPUS_MIRROR at a folder holding bare or working clones named <owner>+<repo> (with a
 # repo/ inside, as the search tool's mirrors have it) or <owner>/<repo>.
 #
-#   bash scripts/corpus/fetch-harbor.sh [OUT]        then: tbrl validate OUT/*
+#   bash scripts/corpus/fetch-harbor.sh [OUT] [LIST]   then: tbrl validate OUT/*
+# LIST defaults to scripts/corpus/harbor.txt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-list="$here/harbor.txt"
 out=${1:-"$here/../../.corpus/harbor"}
+list=${2:-"$here/harbor.txt"}
 mkdir -p "$out"
 cache="$out/.repos"
 mkdir -p "$cache"
