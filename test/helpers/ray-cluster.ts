@@ -5,8 +5,8 @@ import { get } from 'node:http';
 
 /**
  * A real local multi-node Ray cluster for the eval tests and benchmark: a head and worker nodes
- * started with `ray start --block` on this machine, each on its own ports (from `basePort`, 40 ports
- * in all) so nothing else's Ray is touched. Worker nodes carry the `docker` custom resource; the head
+ * started with `ray start --block` on this machine, each on its own ports (from `basePort`, 100 ports
+ * in all, two workers at most) so nothing else's Ray is touched. Worker nodes carry the `docker` custom resource; the head
  * has none, so trials land only on workers. Stopped by the PIDs of its own processes, never `ray stop`.
  */
 export interface LocalRayCluster {
@@ -46,9 +46,11 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
   const env = { ...process.env, HOME: join(temp, 'home'), PATH: `${VENV}/bin:${process.env.PATH}`, RAY_USAGE_STATS_ENABLED: '0' };
   const nodes: LocalRayCluster['nodes'] = [];
   const common = ['--node-ip-address', '127.0.0.1', '--num-gpus', '0', '--object-store-memory', '100000000', '--disable-usage-stats', '--block'];
+  // base..base+2 head services; 6 fixed ports per node from base+10; worker-process ports: head 20, each worker 25 (base+30..base+99).
   const ports = (i: number): string[] => {
-    const p = base + 10 + i * 10;
-    return ['--node-manager-port', String(p), '--object-manager-port', String(p + 1), '--dashboard-agent-listen-port', String(p + 2), '--dashboard-agent-grpc-port', String(p + 3), '--metrics-export-port', String(p + 4), '--runtime-env-agent-port', String(p + 5), '--min-worker-port', String(p + 6), '--max-worker-port', String(p + 9)];
+    const p = base + 10 + i * 6;
+    const [min, max] = i === 0 ? [base + 30, base + 49] : [base + 50 + (i - 1) * 25, base + 74 + (i - 1) * 25];
+    return ['--node-manager-port', String(p), '--object-manager-port', String(p + 1), '--dashboard-agent-listen-port', String(p + 2), '--dashboard-agent-grpc-port', String(p + 3), '--metrics-export-port', String(p + 4), '--runtime-env-agent-port', String(p + 5), '--min-worker-port', String(min), '--max-worker-port', String(max)];
   };
   const start = (name: string, args: string[]): void => {
     const log = openSync(join(temp, `${name}.start.log`), 'w');
