@@ -151,8 +151,10 @@ async function resumeSection(): Promise<void> {
     await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
   }
   const med = samples.sort((a, b) => a - b)[1];
-  console.log('\n| Resume | measured | target |\n|---|---|---|');
-  console.log(`| \`tbrl eval --resume\` on a 1,000-trial job (999 done) to the first new trial, median of 3 | ${med.toFixed(2)} s (process start included) | < 2 s |`);
+  // Baseline in the same run: the CLI process starting and exiting (`tbrl --version`), which the resume includes.
+  const starts = [0, 1, 2].map(() => tbrl(['--version']).sec).sort((a, b) => a - b);
+  console.log('\n| Resume | measured | baseline | target |\n|---|---|---|---|');
+  console.log(`| \`tbrl eval --resume\` on a 1,000-trial job (999 done) to the first new trial, median of 3 | ${med.toFixed(2)} s (process start included) | \`tbrl --version\` ${starts[1].toFixed(2)} s | < 2 s; ${(med - starts[1]).toFixed(2)} s beyond process start |`);
 }
 
 (async () => {

@@ -1,12 +1,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { get } from 'node:http';
 
 /**
  * A real local multi-node Ray cluster for the eval tests and benchmark: a head and worker nodes
- * started with `ray start --block` on this machine, each on its own ports (from `basePort`, 40 ports
- * in all) so nothing else's Ray is touched. Worker nodes carry the `docker` custom resource; the head
+ * started with `ray start --block` on this machine, each on its own ports (from `basePort`, 100 ports
+ * in all, two workers at most) so nothing else's Ray is touched. Worker nodes carry the `docker` custom resource; the head
  * has none, so trials land only on workers. Stopped by the PIDs of its own processes, never `ray stop`.
  */
 export interface LocalRayCluster {
@@ -41,25 +41,29 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
   const workers = options.workers ?? 2;
   const temp = `/tmp/tbrl-eval-ray-${base}`;
   mkdirSync(temp, { recursive: true });
-  // RAY_AUTH_MODE: a token file in ~/.ray (another cluster's) would otherwise switch this one to token auth.
-  const env = { ...process.env, PATH: `${VENV}/bin:${process.env.PATH}`, RAY_USAGE_STATS_ENABLED: '0', RAY_AUTH_MODE: 'disabled' };
+  // A HOME of its own: a token file in ~/.ray (another cluster's) would otherwise switch this one to token auth.
+  mkdirSync(join(temp, 'home'), { recursive: true });
+  const env = { ...process.env, HOME: join(temp, 'home'), PATH: `${VENV}/bin:${process.env.PATH}`, RAY_USAGE_STATS_ENABLED: '0' };
   const nodes: LocalRayCluster['nodes'] = [];
   const common = ['--node-ip-address', '127.0.0.1', '--num-gpus', '0', '--object-store-memory', '100000000', '--disable-usage-stats', '--block'];
+  // base..base+2 head services; 6 fixed ports per node from base+10; worker-process ports: head 20, each worker 25 (base+30..base+99).
   const ports = (i: number): string[] => {
-    const p = base + 10 + i * 10;
-    return ['--node-manager-port', String(p), '--object-manager-port', String(p + 1), '--dashboard-agent-listen-port', String(p + 2), '--dashboard-agent-grpc-port', String(p + 3), '--metrics-export-port', String(p + 4), '--runtime-env-agent-port', String(p + 5), '--min-worker-port', String(p + 6), '--max-worker-port', String(p + 9)];
+    const p = base + 10 + i * 6;
+    const [min, max] = i === 0 ? [base + 30, base + 49] : [base + 50 + (i - 1) * 25, base + 74 + (i - 1) * 25];
+    return ['--node-manager-port', String(p), '--object-manager-port', String(p + 1), '--dashboard-agent-listen-port', String(p + 2), '--dashboard-agent-grpc-port', String(p + 3), '--metrics-export-port', String(p + 4), '--runtime-env-agent-port', String(p + 5), '--min-worker-port', String(min), '--max-worker-port', String(max)];
   };
   const start = (name: string, args: string[]): void => {
-    const starter = spawn(join(VENV, 'bin', 'ray'), ['start', ...args, ...common], { env, stdio: 'ignore', detached: false });
+    const log = openSync(join(temp, `${name}.start.log`), 'w');
+    const starter = spawn(join(VENV, 'bin', 'ray'), ['start', ...args, ...common], { env, stdio: ['ignore', log, log], detached: false });
     nodes.push({ name, starter });
   };
   const dashboard = `http://127.0.0.1:${base + 1}`;
   start('head', ['--head', '--port', String(base), '--dashboard-host', '127.0.0.1', '--dashboard-port', String(base + 1), '--ray-client-server-port', String(base + 2), '--temp-dir', temp, '--num-cpus', '1', '--include-dashboard', 'true', ...ports(0)]);
-  await waitFor(async () => (await getJson(`${dashboard}/api/version`)) !== undefined, 120_000, 'the Ray head dashboard');
+  await waitFor(async () => (await getJson(`${dashboard}/api/version`)) !== undefined, 180_000, 'the Ray head dashboard');
   // One at a time: nodes started together on one host can pick the same plasma socket name and crash.
   for (let i = 1; i <= workers; i++) {
     start(`worker-${i}`, ['--address', `127.0.0.1:${base}`, '--num-cpus', '1', '--resources', JSON.stringify({ docker: options.dockerSlots ?? 4 }), ...ports(i)]);
-    await waitFor(async () => aliveDockerNodes(dashboard).then((n) => n >= i), 90_000, `worker node ${i} with the docker resource`);
+    await waitFor(async () => aliveDockerNodes(dashboard).then((n) => n >= i), 180_000, `worker node ${i} with the docker resource`);
   }
   const rayletPid = (i: number): number | undefined => {
     const node = nodes.find((n) => n.name === `worker-${i}`)!;
@@ -100,8 +104,8 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
 }
 
 export async function aliveDockerNodes(dashboard: string): Promise<number> {
-  const body = (await getJson(`${dashboard}/api/v0/nodes`)) as { data?: { result?: { result?: Array<{ state?: string; resources_total?: Record<string, number> }> } } };
-  return (body.data?.result?.result ?? []).filter((n) => n.state === 'ALIVE' && (n.resources_total?.docker ?? 0) > 0).length;
+  const body = (await getJson(`${dashboard}/api/v0/nodes`)) as undefined | { data?: { result?: { result?: Array<{ state?: string; resources_total?: Record<string, number> }> } } };
+  return (body?.data?.result?.result ?? []).filter((n) => n.state === 'ALIVE' && (n.resources_total?.docker ?? 0) > 0).length;
 }
 
 /** Plain http (not fetch): Ray's dashboard refuses requests with the browser headers fetch adds. */

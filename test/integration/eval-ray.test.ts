@@ -16,7 +16,7 @@ const root = makeEvalTasks(['pass-a', 'pass-b', 'pass-c']);
 let cluster: LocalRayCluster | undefined;
 before(async () => {
   cluster = await startLocalRayCluster({ workers: 2, dockerSlots: 2 });
-}, { timeout: 150_000 });
+}, { timeout: 420_000 });
 after(async () => {
   await cluster?.stop();
   rmSync(root, { recursive: true, force: true });
