@@ -144,6 +144,7 @@ function render(): void {
     const td = foot.insertCell();
     td.className = 'overall-diff';
     td.textContent = last ? signedPoints(last.mean) : '–';
+    if (last) td.title = `mean per-task difference over the ${last.tasks} task(s) both jobs scored (the bootstrap's point estimate), not the difference of the overall rates`;
   }
   differences.replaceChildren(...view.differences.map((d) => {
     const line = el('div', 'difference');
