@@ -140,8 +140,8 @@ test('Run Evaluation runs the CLI from its quick picks, the view follows the job
   const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Eval Jobs' }) });
   const row = pane.locator('.monaco-list-row', { hasText: '(oracle)' }).filter({ hasText: /\/10/ });
   // Live: the row shows the job with a trial running, then its finished trials as they end.
-  await row.filter({ hasText: '1 running' }).first().waitFor({ timeout: 30_000 });
-  await row.filter({ hasText: /[1-9]\/10 · passed [1-9] · 1 running/ }).first().waitFor({ timeout: 60_000 });
+  await row.filter({ hasText: / · 1 running$/ }).first().waitFor({ timeout: 30_000 });
+  await row.filter({ hasText: /[1-9]\/10 · passed [1-9]/ }).first().waitFor({ timeout: 60_000 });
   const [jobDir] = startedJobs();
   assert.ok(jobDir, 'a new job directory under jobs/');
   await wb.runCommand('TBRL: Cancel Eval Job');

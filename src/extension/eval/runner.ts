@@ -20,6 +20,8 @@ export function progressMessage(e: Extract<EvalEvent, { type: 'progress' }>): st
  */
 export class EvalRunner implements vscode.Disposable {
   private readonly running = new Map<string, ChildProcess>();
+  /** Trials started and not yet ended, per job, from the CLI's trial-start / trial-end events. */
+  private readonly trials = new Map<string, Set<string>>();
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChange = this.changed.event;
 
@@ -27,6 +29,11 @@ export class EvalRunner implements vscode.Disposable {
 
   isRunning(jobDir: string): boolean {
     return this.running.has(jobDir);
+  }
+
+  /** How many trials of a job this editor runs are in flight now; undefined for other jobs. */
+  runningTrials(jobDir: string): number | undefined {
+    return this.running.has(jobDir) ? this.trials.get(jobDir)?.size ?? 0 : undefined;
   }
 
   get runningJobs(): string[] {
@@ -57,6 +64,8 @@ export class EvalRunner implements vscode.Disposable {
       cancel.onCancellationRequested(() => this.cancel(jobDir));
       let buffered = '';
       let done = 0;
+      const inFlight = new Set<string>();
+      this.trials.set(jobDir, inFlight);
       let lastError = '';
       child.stdout?.setEncoding('utf8').on('data', (text: string) => {
         buffered += text;
@@ -76,7 +85,12 @@ export class EvalRunner implements vscode.Disposable {
           } else if (e.type === 'job-start') {
             progress.report({ message: `${e.toRun} of ${e.trials} trials to run${e.alreadyDone ? `, ${e.alreadyDone} already done` : ''}` });
             done = e.alreadyDone;
+          } else if (e.type === 'trial-start') {
+            inFlight.add(e.trial);
+            this.changed.fire();
           } else if (e.type === 'trial-end') {
+            inFlight.delete(e.trial);
+            this.changed.fire();
             this.output.info(`[eval] ${e.trial}: ${e.record.outcome.class}${e.record.reward !== undefined ? ` (reward ${e.record.reward.toFixed(3)})` : ''}${e.willRetry ? ' → retrying' : ''}`);
           }
         }
@@ -90,6 +104,7 @@ export class EvalRunner implements vscode.Disposable {
       const finish = (code: number | null, problem?: string): void => {
         if (this.running.get(jobDir) !== child) return;
         this.running.delete(jobDir);
+        this.trials.delete(jobDir);
         this.changed.fire();
         if (problem) void vscode.window.showErrorMessage(`Evaluation could not start: ${problem}`);
         else if (code === 0) void vscode.window.showInformationMessage(`Evaluation finished: ${jobDir}`);

@@ -57,7 +57,7 @@ export class EvalJobsProvider implements vscode.TreeDataProvider<EvalJobNode>, v
   constructor(private readonly jobsDir: () => string, readonly runner: EvalRunner) {
     const watcher = vscode.workspace.createFileSystemWatcher('**/{job.json,results.json,trial.json}');
     const soon = (): void => this.refreshSoon();
-    this.disposables.push(watcher, watcher.onDidCreate(soon), watcher.onDidChange(soon), watcher.onDidDelete(soon), runner.onDidChange(() => this.refresh()));
+    this.disposables.push(watcher, watcher.onDidCreate(soon), watcher.onDidChange(soon), watcher.onDidDelete(soon), runner.onDidChange(() => this.refreshSoon()));
   }
 
   refresh(): void {
@@ -80,7 +80,7 @@ export class EvalJobsProvider implements vscode.TreeDataProvider<EvalJobNode>, v
     return this.jobDirs().map((dir): EvalJobNode => {
       try {
         const loaded = loadJob(dir);
-        const running = this.runner.isRunning(dir) ? inFlight(loaded) : 0;
+        const running = this.runner.isRunning(dir) ? this.runner.runningTrials(dir) ?? inFlight(loaded) : 0;
         return { kind: 'job', loaded, summary: summariseJob(dir, loaded.label, loaded.results, running) };
       } catch (err) {
         return { kind: 'broken', dir, message: errorMessage(err) };
