@@ -6,6 +6,8 @@ import { registerCommands } from './commands/index';
 import { TasksProvider } from './views/tasks';
 import { RunsProvider } from './views/runs';
 import { TrainerProvider } from './views/trainer';
+import { EvalJobsProvider } from './views/jobs';
+import { EvalRunner } from './eval/runner';
 import { registerAttribution } from './attribution/register';
 
 export function activate(context: vscode.ExtensionContext): void {
@@ -33,12 +35,16 @@ export function activate(context: vscode.ExtensionContext): void {
   const tasks = new TasksProvider(() => settings().runsDir, output);
   const runs = new RunsProvider(() => settings().runsDir);
   const trainer = new TrainerProvider(() => settings().trainer.url, context.secrets);
+  const evalJobs = new EvalJobsProvider(() => settings().eval.jobsDir, new EvalRunner(context.extensionPath, output));
   context.subscriptions.push(
     tracker,
     trainer,
     vscode.window.registerTreeDataProvider('tbrl.tasks', tasks),
     vscode.window.registerTreeDataProvider('tbrl.runs', runs),
     vscode.window.registerTreeDataProvider('tbrl.trainer', trainer),
+    evalJobs.runner,
+    evalJobs,
+    vscode.window.createTreeView('tbrl.evalJobs', { treeDataProvider: evalJobs, canSelectMany: true }),
     vscode.debug.onDidTerminateDebugSession((s) => s.type === 'tbrl' && (runs.refresh(), tasks.refresh())),
   );
   const watcher = vscode.workspace.createFileSystemWatcher('**/{task.yaml,task.toml,trajectory.jsonl}');
@@ -48,7 +54,7 @@ export function activate(context: vscode.ExtensionContext): void {
 
   registerDebugger(context, settings);
   registerAttribution(context, output);
-  registerCommands({ extension: context, output, settings, tasks, runs, trainer, tracker });
+  registerCommands({ extension: context, output, settings, tasks, runs, trainer, evalJobs, tracker });
   output.info('TBRL Studio activated');
 }
 

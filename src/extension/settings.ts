@@ -19,6 +19,7 @@ export interface TbrlSettings {
   verifier: { mode: string };
   limits: { maxSteps: number; maxTimeSec: number };
   runsDir: string;
+  eval: { jobsDir: string };
   docker: { socketPath: string };
   sandbox: { baseImageMap: Record<string, string>; allowPrivileges: string[] };
   debug: { stopBeforeEveryAction: boolean; checkpoint: boolean };
@@ -37,6 +38,7 @@ export const SETTING_DEFAULTS = {
   'limits.maxSteps': 50,
   'limits.maxTimeSec': 1800,
   runsDir: 'runs',
+  'eval.jobsDir': 'jobs',
   'docker.socketPath': '',
   'sandbox.allowPrivileges': [],
   'sandbox.baseImageMap': {},
@@ -103,6 +105,7 @@ export function readSettings(get: (key: string) => unknown): { settings: TbrlSet
       verifier: { mode },
       limits: { maxSteps: int('limits.maxSteps', 1), maxTimeSec: int('limits.maxTimeSec', 1) },
       runsDir: str('runsDir') || 'runs',
+      eval: { jobsDir: str('eval.jobsDir') || 'jobs' },
       docker: { socketPath: str('docker.socketPath') },
       sandbox: { baseImageMap, allowPrivileges },
       debug: { stopBeforeEveryAction: bool('debug.stopBeforeEveryAction'), checkpoint: bool('debug.checkpoint') },

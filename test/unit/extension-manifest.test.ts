@@ -62,7 +62,7 @@ test('the debugger contribution: type tbrl, launch attributes match the adapter,
 test('.vscodeignore lets only bundles, prompts, media, image recipes and the trainer bridge into the .vsix', () => {
   const lines = readFileSync('.vscodeignore', 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
   assert.equal(lines[0], '**');
-  for (const l of lines.slice(1)) assert.match(l, /^!(dist\/(extension\.js|webview\/\*\.js|prompts\/\*\*)|media\/\*\*|sandbox\/images(\.json|\/\*\*)|trainer-bridge\/(pyproject\.toml|tbrl_bridge\/(\*\.py|presets\.json))|package\.json|README\.md|LICENSE)$/);
+  for (const l of lines.slice(1)) assert.match(l, /^!(dist\/(extension(-cli)?\.js|webview\/\*\.js|prompts\/\*\*)|media\/\*\*|sandbox\/images(\.json|\/\*\*)|trainer-bridge\/(pyproject\.toml|tbrl_bridge\/(\*\.py|presets\.json))|package\.json|README\.md|LICENSE)$/);
   for (const shipped of ['!trainer-bridge/tbrl_bridge/*.py', '!trainer-bridge/tbrl_bridge/presets.json']) assert.ok(lines.includes(shipped), `${shipped}: the editor bundles the bridge`);
 });
 
@@ -75,6 +75,10 @@ test('the training and synthesis commands are contributed, registered in COMMAND
     'tbrl.sendDataset': ['sendDataset', 'send-dataset'],
     'tbrl.synthesizeTasks': ['synthesizeTasks', 'synthesize-tasks'],
     'tbrl.openTrainerDashboard': ['openTrainerDashboard', 'open-trainer-dashboard'],
+    'tbrl.runEvaluation': ['runEvaluation', 'run-evaluation'],
+    'tbrl.cancelEvalJob': ['cancelEvalJob', 'cancel-eval-job'],
+    'tbrl.resumeEvalJob': ['resumeEvalJob', 'resume-eval-job'],
+    'tbrl.compareEvalJobs': ['compareEvalJobs', 'compare-eval-jobs'],
   };
   for (const [id, [name, file]] of Object.entries(expected)) {
     assert.ok(contributed.has(id), `${id} is in contributes.commands`);

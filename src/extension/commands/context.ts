@@ -3,6 +3,7 @@ import type { TbrlSettings } from '../settings';
 import type { TasksProvider } from '../views/tasks';
 import type { RunsProvider } from '../views/runs';
 import type { TrainerProvider } from '../views/trainer';
+import type { EvalJobsProvider } from '../views/jobs';
 import type { DebugTracker } from '../debug/tracker';
 
 /** What every command may use; built once in activate(). */
@@ -13,6 +14,7 @@ export interface CommandContext {
   tasks: TasksProvider;
   runs: RunsProvider;
   trainer: TrainerProvider;
+  evalJobs: EvalJobsProvider;
   tracker: DebugTracker;
 }
 
