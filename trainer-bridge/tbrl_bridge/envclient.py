@@ -121,8 +121,9 @@ class EnvServerClient:
     def reset(self, task: str, **options: Any) -> dict:
         return self.call("reset", {"task": str(Path(task).resolve()), **options})
 
-    def step(self, action: str) -> dict:
-        return self.call("step", {"action": action})
+    def step(self, action: str, tokens: Optional[int] = None) -> dict:
+        """``tokens``: how many tokens the policy generated for this turn (DepGPO's Z weights)."""
+        return self.call("step", {"action": action, **({"tokens": int(tokens)} if tokens is not None else {})})
 
     def evaluate(self, end_reason: str = "max-steps") -> dict:
         return self.call("evaluate", {"endReason": end_reason})

@@ -54,7 +54,7 @@ def load_policy(path: Path, seed: int = 0) -> Policy:
     torch.manual_seed(seed)
     try:
         tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, torch_dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
     except Exception as err:
         raise PolicyError(f"transformers could not load {path} ({type(err).__name__}: {err}). Fix: check that it is a llama-architecture GGUF and that `gguf` is installed in the training Python") from err
     if tok.pad_token_id is None:
