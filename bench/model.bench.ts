@@ -57,7 +57,7 @@ async function main() {
     const json = (await res.json()) as { usage: { completion_tokens: number } };
     return { ms: performance.now() - t, tokens: json.usage.completion_tokens };
   };
-  let t = performance.now();
+  const t = performance.now();
   await call(messages); // reads the prompt once (prompt processing, measured below in-process as well)
   const servePp = (prompt.length - 1) / ((performance.now() - t) / 1000);
   const warm = await call(messages); // prompt cached: generation only
