@@ -57,7 +57,10 @@ test('tbrl serve speaks OpenAI with vLLM\'s token fields, reuses the KV cache an
   for (const c of first.json.choices) {
     assert.ok(c.token_ids.length >= 1 && c.token_ids.length <= 8);
     assert.equal(c.logprobs.content.length, c.token_ids.length, 'one logprob per sampled token');
-    assert.ok(c.logprobs.content.every((t: { logprob: number; top_logprobs: unknown[] }) => t.logprob <= 0 && t.top_logprobs.length === 2));
+    // top_logprobs lists up to 2 alternatives of the sampling distribution (fewer when top-p left fewer).
+    for (const t of c.logprobs.content as Array<{ logprob: number; top_logprobs: unknown[] }>) {
+      assert.ok(t.logprob <= 0 && t.top_logprobs.length >= 1 && t.top_logprobs.length <= 2, JSON.stringify(t));
+    }
     assert.ok(['stop', 'length'].includes(c.finish_reason));
   }
   // Same seed, same answer: sampling is reproducible.

@@ -287,7 +287,8 @@ export class LocalEngine {
         const id = out.token as number;
         if (this.model.isEogToken(out.token)) { finishReason = 'stop'; break; }
         const piece = this.model.detokenize([out.token], false, tokens.map((t) => t.id) as never);
-        const logprob = out.confidence > 0 ? Math.log(out.confidence) : LOGPROB_FLOOR;
+        // Rounding can put a certain token's probability a hair above 1.
+        const logprob = out.confidence > 0 ? Math.min(0, Math.log(out.confidence)) : LOGPROB_FLOOR;
         const entry: GeneratedToken = { id, text: piece, logprob };
         if (wantTop) {
           const probs = (out as { probabilities?: Map<number, number> }).probabilities;
