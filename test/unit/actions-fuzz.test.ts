@@ -195,3 +195,22 @@ test('pathological inputs stay fast', () => {
     assert.ok(Date.now() - t0 < 3000, `took ${Date.now() - t0} ms on ${c.slice(0, 20)}…`);
   }
 });
+
+/**
+ * What SmolLM2-135M (the local default model, via `tbrl serve`, temperature 0.8-1) actually wrote
+ * during this session's runs, verbatim: prose, half-formed tags and markdown. Seeds for the same
+ * invariants and blind mutations; add more from `tbrl replay RUN --candidates` of local-model runs.
+ */
+const REAL_SMALL_MODEL_OUTPUTS = [
+  "TERSE – I'm glad to set off.\n",
+  "I'd like to help with a p",
+  'Alright, okay? I\'m sorry, I\'m sorry',
+  'Aloha!',
+];
+
+test('real small-model outputs and their mutations keep every parser invariant', () => {
+  for (const text of REAL_SMALL_MODEL_OUTPUTS) {
+    checkInvariants(parseTurn(text));
+    for (let kind = 0; kind < 8; kind++) checkInvariants(parseTurn(blindMutation(text, kind, 0.37, 0.5, '<bash>\ncmd: ')));
+  }
+});

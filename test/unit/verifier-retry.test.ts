@@ -6,7 +6,7 @@ import type { ChatMessage } from '../../src/core/model/types';
 
 const history: ChatMessage[] = [{ role: 'system', content: 'agent' }, { role: 'user', content: 'Write hello to /app/x.txt' }];
 const bash = (cmd: string) => `<bash>\ncmd: ${cmd}\n</bash>`;
-// Verbatim-style answers of SmolLM2-135M as a verifier: prose without the line the mode needs.
+// An answer in the style of a 135M model as verifier: prose without the line the mode needs.
 const SMALL_MODEL_RAMBLE = 'The best candidate is the one that writes the file because it is correct and efficient.';
 
 test('an unusable verifier answer is asked again once; a usable second answer decides', async () => {

@@ -6,7 +6,8 @@ import { defaultModelPath } from '../serve/default-model';
 /**
  * Where a run's settings come from, highest precedence first: explicit options (CLI flags),
  * environment (OPENAI_BASE_URL, OPENAI_API_KEY, TBRL_MODEL), then `.tbrl/config.json` in the
- * working directory. With no endpoint anywhere the run uses the oracle policy and says so.
+ * working directory. With no endpoint anywhere the run serves the cached local default model
+ * (`tbrl serve`), or uses the oracle policy when that is not cached either, and says which.
  */
 export interface RunConfigInput {
   baseUrl?: string;

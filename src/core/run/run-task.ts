@@ -123,6 +123,8 @@ function buildPolicy(task: Task, config: ResolvedRunConfig, env: NodeJS.ProcessE
     if (m.n < 2) throw new TbrlError('config-invalid', `The ${config.verifier} verifier needs several candidates to choose from, but n=${m.n}.`, 'Sample more candidates, e.g. --n 4, or drop --verifier.');
     // Same endpoint and model as the generator unless TBRL_VERIFIER_BASE_URL / _MODEL / _API_KEY say otherwise.
     verifier = verifierConfigFrom({ mode: config.verifier }, modelConfig, env);
+    // The local default model rambles: its verdict line comes early or not at all, so long answers only cost time.
+    if (m.local) verifier.maxOutputTokens ??= 48;
     verifierHeader = { mode: verifier.mode, n: m.n, model: verifier.endpoint.model };
   }
   return {

@@ -25,6 +25,8 @@ export interface EngineOptions {
   threads?: number;
   /** Where the prompt KV state is staged to copy it between sequences (a tmpfs is best). */
   stateDir?: string;
+  /** Keep each sequence's KV cache between requests (default). false: every request reads its whole prompt (the benchmark's baseline). */
+  reusePrefix?: boolean;
 }
 
 export interface ChatTurn {
@@ -92,6 +94,7 @@ export class LocalEngine {
     private readonly wrapper: ChatWrapper,
     private readonly stateDir: string,
     readonly contextSize: number,
+    private readonly reusePrefix: boolean,
   ) {}
 
   private busy = new Set<LlamaContextSequence>();
@@ -136,7 +139,7 @@ export class LocalEngine {
       : lib.resolveChatWrapper(model) ?? new lib.GeneralChatWrapper();
     const stateDir = await mkdtemp(join(options.stateDir ?? (existsSync('/dev/shm') ? '/dev/shm' : tmpdir()), 'tbrl-serve-'));
     const modelId = basename(modelPath).replace(/\.gguf$/i, '');
-    return new LocalEngine(modelPath, modelId, llama, model, context, pool, wrapper, stateDir, contextSize);
+    return new LocalEngine(modelPath, modelId, llama, model, context, pool, wrapper, stateDir, contextSize, options.reusePrefix !== false);
   }
 
   get sequences(): number {
@@ -182,6 +185,7 @@ export class LocalEngine {
     const width = Math.min(o.n, this.pool.length);
     const held = await this.acquire(width, prompt, o.signal);
     try {
+      if (!this.reusePrefix) for (const seq of held) await seq.clearHistory();
       stats.reused = commonPrefix(held[0].contextTokens as number[], prompt.slice(0, -1));
       await this.align(held[0], prompt, stats);
       if (held.length > 1) await this.copyPrompt(held[0], held.slice(1), prompt, stats);
@@ -283,7 +287,8 @@ export class LocalEngine {
         const id = out.token as number;
         if (this.model.isEogToken(out.token)) { finishReason = 'stop'; break; }
         const piece = this.model.detokenize([out.token], false, tokens.map((t) => t.id) as never);
-        const logprob = out.confidence > 0 ? Math.log(out.confidence) : LOGPROB_FLOOR;
+        // Rounding can put a certain token's probability a hair above 1.
+        const logprob = out.confidence > 0 ? Math.min(0, Math.log(out.confidence)) : LOGPROB_FLOOR;
         const entry: GeneratedToken = { id, text: piece, logprob };
         if (wantTop) {
           const probs = (out as { probabilities?: Map<number, number> }).probabilities;

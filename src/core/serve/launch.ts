@@ -47,7 +47,8 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
   if (options.contextSize) argv.push('--context-size', String(options.contextSize));
   if (options.sequences) argv.push('--sequences', String(options.sequences));
   if (options.threads) argv.push('--threads', String(options.threads));
-  const child = spawn(process.execPath, argv, { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
+  // In the editor process.execPath is Electron: ELECTRON_RUN_AS_NODE makes it the plain Node the CLI needs.
+  const child = spawn(process.execPath, argv, { cwd: root, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } });
   const stderrTail: string[] = [];
   createInterface({ input: child.stderr! }).on('line', (line) => {
     stderrTail.push(line);

@@ -11,7 +11,8 @@ export interface LaunchArgs extends DebugProtocol.LaunchRequestArguments {
   stopBeforeEveryAction?: boolean;
   /** Breakpoints in addition to the Breakpoints view (see breakpoints.ts for the syntax). */
   breakOn?: string[];
-  policy?: 'model' | 'oracle';
+  /** `local`: the cached local default model served by `tbrl serve`, whatever endpoint the settings name. */
+  policy?: 'model' | 'oracle' | 'local';
   /** Live: a named profile of tbrl.model.profiles (endpoint, model, n, temperature, verifier). */
   profile?: string;
   temperature?: number;

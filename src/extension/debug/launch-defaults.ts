@@ -22,6 +22,13 @@ export async function fillLaunchDefaults(args: LaunchArgs, base: string, s: Tbrl
   args.checkpoint ??= s.debug.checkpoint;
   args.stopBeforeEveryAction ??= s.debug.stopBeforeEveryAction;
   if (args.policy === 'oracle') return args;
+  if (args.policy === 'local') {
+    // No endpoint: runTask starts `tbrl serve` on the cached model (and says so in the output).
+    args.policy = 'model';
+    args.baseUrl = undefined;
+    args.model = undefined;
+    return args;
+  }
   const m = resolveModel(s, args.profile);
   if ('error' in m) return m;
   args.baseUrl ??= m.baseUrl || undefined;

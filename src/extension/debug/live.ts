@@ -78,7 +78,8 @@ export function startLiveRun(args: LaunchArgs, hooks: LiveHooks, forkFrom?: Fork
     taskDir,
     outDir,
     cwd,
-    policy: args.policy,
+    // fillLaunchDefaults turned 'local' into 'model' without an endpoint.
+    policy: args.policy === 'local' ? 'model' : args.policy,
     baseUrl: args.baseUrl,
     model: args.model,
     apiKey: args.apiKey,
