@@ -79,7 +79,9 @@ test('n > 1 without a verifier gets the listwise verifier (and says so); verifie
     assert.match(four.policyReason, /n=4, listwise verifier by default/);
     assert.equal(resolveRunConfig({ baseUrl: 'http://h/v1', model: 'm', n: 4, verifier: 'pairwise' }, {}, dir).verifier, 'pairwise');
     assert.equal(resolveRunConfig({ baseUrl: 'http://h/v1', model: 'm' }, {}, dir).verifier, undefined, 'n = 1: nothing to choose');
-    assert.equal(resolveRunConfig({ n: 4 }, {}, dir).policy, 'oracle', 'the oracle ignores n');
+    const oracle = resolveRunConfig({ n: 4, policy: 'oracle' }, {}, dir);
+    assert.equal(oracle.policy, 'oracle');
+    assert.equal(oracle.verifier, undefined, 'the oracle ignores n');
     assert.throws(() => resolveRunConfig({ baseUrl: 'http://h/v1', model: 'm', n: 4, verifier: 'none' }, {}, dir), (e: unknown) => e instanceof TbrlError && /only the first/.test(e.message) && /--n 1/.test(e.fix ?? ''));
   });
 });

@@ -45,5 +45,5 @@ test('replay breaks a tests + judge reward down, and says why a judge share is m
 
 test('replay of a run without a judge does not explain a judge', () => {
   const text = formatTrajectory(trajectory([step(0)], { reward: { weights: { tests: 1, judge: 0 }, total: 1, tests: 1, judge: { missing: 'no judge configured' } } }));
-  assert.match(text, /Breakdown: 1 × tests 1\.000 = 1\.000\nTokens/);
+  assert.match(text, /Breakdown: 1 × tests 1\.000 = 1\.000\nOutcome: passed\nTokens/);
 });
