@@ -23,7 +23,7 @@ const builds = [
   { ...common, entryPoints: ['src/extension/extension.ts'], outfile: 'dist/extension.js', external: ['cpu-features', 'bufferutil', 'utf-8-validate', 'vscode', 'node-llama-cpp'], alias: { ssh2: './src/extension/ssh2-unavailable.ts' } },
   { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
   // The CLI the extension runs as a child (Run Evaluation): self-contained like the extension, since the .vsix has no node_modules.
-  { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/extension-cli.js', external: ['cpu-features', 'bufferutil', 'utf-8-validate'], alias: { ssh2: './src/extension/ssh2-unavailable.ts' } },
+  { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/extension-cli.js', external: ['cpu-features', 'bufferutil', 'utf-8-validate', 'node-llama-cpp'], alias: { ssh2: './src/extension/ssh2-unavailable.ts' } },
 ];
 // One browser bundle per webview app (webview/<app>/main.ts -> dist/webview/<app>.js); d3 is bundled in.
 for (const app of existsSync('webview') ? readdirSync('webview') : []) {
