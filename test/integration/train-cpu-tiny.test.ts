@@ -13,9 +13,9 @@ import type { SubmitOptions } from '../../src/core/trainer/submit';
 import { parseMetrics } from '../../src/core/trainer/metrics';
 import { fetchCheckpoint, lastCheckpoint } from '../../src/core/trainer/fetch';
 import { REPO, scratch } from '../unit/trainer-fixtures';
+import { RAY_DASHBOARD_URL } from '../helpers/ray';
 
-const PORT = Number(process.env.TBRL_RAY_DASHBOARD_PORT ?? 8365);
-const URL_ = `http://127.0.0.1:${PORT}`;
+const URL_ = RAY_DASHBOARD_URL;
 const client = new RayJobsClient({ url: URL_ });
 const TRAIN_PYTHON = join(REPO, '.venv', 'train', 'bin', 'python');
 const TBRL_CLI = `${join(REPO, 'node_modules', '.bin', 'tsx')} ${join(REPO, 'src', 'cli', 'main.ts')}`;

@@ -141,7 +141,7 @@ test('a failing job shows its error and log tail (GPU preset on a CPU cluster wi
   assert.equal(out.code, 1);
   assert.match(out.stdout, /FAILED/);
   assert.match(out.stdout, /last log lines/);
-  assert.match(out.stdout, /not importable on this node: verl/);
+  assert.match(out.stdout, /trains with verl, which is not importable on this node/);
   assert.match(out.stdout, /--preset dryrun/);
 });
 
