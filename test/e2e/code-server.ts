@@ -77,7 +77,9 @@ export class CodeServer {
     this.port = await freePort();
     this.proc = spawn(CODE_SERVER, ['--auth', 'none', '--bind-addr', `127.0.0.1:${this.port}`, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--user-data-dir', userData, '--extensions-dir', extensions, folder], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, HOME: process.env.HOME },
+      // The editor serves the cached local model when no endpoint is set; these tests drive the oracle
+      // (fast, deterministic), so the model cache is pointed where no model is, as on a machine without one.
+      env: { ...process.env, HOME: process.env.HOME, TBRL_MODEL_DIR: '/nonexistent/tbrl-e2e-models' },
       detached: false,
     });
     this.proc.stdout!.on('data', (d) => (this.log += d));
