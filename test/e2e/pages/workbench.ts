@@ -31,6 +31,10 @@ export class Workbench {
       }
     }
     await this.page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first().waitFor({ timeout: 10_000 });
+    // Enter runs the focused row, which need not be ours when a longer title also matches (Refresh
+    // Jobs / Refresh Eval Jobs): move the focus onto the row with this label first.
+    const focused = this.page.locator('.quick-input-list .monaco-list-row.focused', { hasText: label });
+    for (let i = 0; i < 8 && (await focused.count()) === 0; i++) await this.page.keyboard.press('ArrowDown');
     await this.page.keyboard.press('Enter');
   }
 
