@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { pairedBootstrap, passAtK, seededRandom } from '../../src/core/eval/stats';
+import { pairedBootstrap, passAtK } from '../../src/core/eval/stats';
+import { Prng } from '../../src/core/synth/prng';
 
 test('pass@k is the unbiased estimator 1 − C(n−c,k)/C(n,k)', () => {
   assert.ok(Math.abs(passAtK(5, 2, 1) - 0.4) < 1e-12);
@@ -34,7 +35,7 @@ test('the bootstrap interval is seeded, brackets the mean and narrows with more 
   const many = pairedBootstrap([...a, ...a, ...a, ...a], [...b, ...b, ...b, ...b], { seed: 7 });
   assert.ok(many.high - many.low < one.high - one.low);
   assert.throws(() => pairedBootstrap([1], [1, 2]), /same tasks/);
-  const r = seededRandom(1);
-  const xs = Array.from({ length: 1000 }, r);
+  const r = new Prng(1);
+  const xs = Array.from({ length: 1000 }, () => r.next());
   assert.ok(xs.every((x) => x >= 0 && x < 1) && Math.abs(xs.reduce((s, x) => s + x, 0) / 1000 - 0.5) < 0.05);
 });

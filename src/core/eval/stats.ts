@@ -1,3 +1,5 @@
+import { Prng } from '../synth/prng';
+
 /**
  * Estimators for eval jobs. pass@k is the unbiased estimator of Chen et al. (2021): with n trials of
  * which c passed, pass@k = 1 − C(n−c, k) / C(n, k), computed as a product so large n never overflows.
@@ -11,18 +13,6 @@ export function passAtK(n: number, c: number, k: number): number {
   let allFail = 1;
   for (let i = n - c + 1; i <= n; i++) allFail *= 1 - k / i;
   return 1 - allFail;
-}
-
-/** A small seeded generator (mulberry32): the same seed gives the same bootstrap interval everywhere. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export interface BootstrapInterval {
@@ -48,7 +38,9 @@ export function pairedBootstrap(a: number[], b: number[], options: { resamples?:
   const n = d.length;
   const mean = n ? d.reduce((s, x) => s + x, 0) / n : 0;
   if (n === 0) return { mean: 0, low: 0, high: 0, level, resamples, seed };
-  const rand = seededRandom(seed);
+  // The studio's one seeded generator: the same seed gives the same interval on every machine.
+  const prng = new Prng(seed);
+  const rand = (): number => prng.next();
   const means = new Float64Array(resamples);
   for (let r = 0; r < resamples; r++) {
     let s = 0;
