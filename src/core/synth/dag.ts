@@ -32,6 +32,7 @@ export interface Workflow {
 
 const REPAIR: Record<FaultClass, { id: string; after: string; before: string }> = {
   'schema-drift': { id: 'align-drifted-columns', after: 'parse-shards', before: 'dedupe-and-merge' },
+  'unit-drift': { id: 'convert-drifted-units', after: 'parse-shards', before: 'dedupe-and-merge' },
   'missing-records': { id: 'merge-late-arrivals', after: 'parse-shards', before: 'dedupe-and-merge' },
   'duplicated-records': { id: 'drop-duplicate-records', after: 'parse-shards', before: 'write-clean' },
   'shuffled-shard-index': { id: 'order-partitions-by-label', after: 'read-index', before: 'write-clean' },

@@ -74,6 +74,43 @@ function setCategory(ctx: Ctx, line: string, text: string): string {
   return cells.join('\t');
 }
 
+/** A measure in the drifted unit: amount / scale exactly (decimals for a coarser unit). */
+export function toDriftedUnit(amount: number, scale: string): string {
+  const factor = Number(scale);
+  if (factor < 1) return String(amount * Math.round(1 / factor));
+  const digits = scale.length - 1;
+  const s = String(amount).padStart(digits + 1, '0');
+  return `${s.slice(0, -digits)}.${s.slice(-digits)}`;
+}
+
+/** The canonical integer measure of a drifted value (the inverse of toDriftedUnit). */
+export function fromDriftedUnit(text: string, scale: string): number {
+  const factor = Number(scale);
+  if (factor < 1) return Number(text) / Math.round(1 / factor);
+  return Number(text.replace('.', ''));
+}
+
+/** Rewrites one shard's measure between canonical and drifted key and unit, line by line. */
+function convertShard(text: string, format: TableFormat, from: string, to: string, convert: (value: string) => string): string {
+  const lines = split(text);
+  if (format === 'csv' || format === 'tsv') {
+    const sep = format === 'csv' ? ',' : '\t';
+    const header = lines[0].split(sep);
+    const col = header.indexOf(from);
+    if (col < 0) throw new TbrlError('SYNTH_FAULT', `shard has no ${from} column to convert`, 'apply unit drift to a shard in its canonical dialect.');
+    header[col] = to;
+    return join([header.join(sep), ...lines.slice(1).map((l) => { const cells = l.split(sep); cells[col] = convert(cells[col]); return cells.join(sep); })]);
+  }
+  const pattern = format === 'jsonl' ? new RegExp(`"${from}":([0-9.]+)`) : new RegExp(`(?<=^| )${from}=([0-9.]+)(?= |$)`);
+  return join(lines.map((l) => l.replace(pattern, (_, v: string) => (format === 'jsonl' ? `"${to}":${convert(v)}` : `${to}=${convert(v)}`))));
+}
+
+function unitDriftOf(ctx: Ctx): NonNullable<DomainSpec['unitDrift']> {
+  const u = ctx.spec.unitDrift;
+  if (!u) throw new TbrlError('SYNTH_FAULT', `domain ${ctx.spec.name} declares no unit drift`, 'draw unit-drift only for domains whose spec has unitDrift.');
+  return u;
+}
+
 export function staleWorld(world: World, fault: Extract<FaultSpec, { class: 'stale-cache' }>): World {
   const dropped = new Set(fault.droppedFactIds);
   const bumped = new Set(fault.bumpedFactIds);
@@ -125,6 +162,13 @@ export function applyFault(spec: DomainSpec, world: World, fault: FaultSpec, inp
       const path = `${spec.shardDir}/${p.file}`;
       const { canonical, drifted } = driftNames(ctx, fault);
       files[path] = renameKey(get(files, path), p.format, canonical, drifted);
+      return files;
+    }
+    case 'unit-drift': {
+      const p = world.partitions[fault.partition];
+      const path = `${spec.shardDir}/${p.file}`;
+      const u = unitDriftOf(ctx);
+      files[path] = convertShard(get(files, path), p.format, spec.fact.amount, u.key, (v) => toDriftedUnit(Number(v), u.scale));
       return files;
     }
     case 'category-drift': {
@@ -183,6 +227,13 @@ export function revertFault(spec: DomainSpec, world: World, fault: FaultSpec, in
       const path = `${spec.shardDir}/${p.file}`;
       const { canonical, drifted } = driftNames(ctx, fault);
       files[path] = renameKey(get(files, path), p.format, drifted, canonical);
+      return files;
+    }
+    case 'unit-drift': {
+      const p = world.partitions[fault.partition];
+      const path = `${spec.shardDir}/${p.file}`;
+      const u = unitDriftOf(ctx);
+      files[path] = convertShard(get(files, path), p.format, u.key, spec.fact.amount, (v) => String(fromDriftedUnit(v, u.scale)));
       return files;
     }
     case 'category-drift': {

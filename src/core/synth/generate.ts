@@ -132,6 +132,8 @@ export function synthesize(options: SynthOptions): SynthesizedTask {
     index: '_index.tsv',
     fact: spec.fact,
     renames,
+    // Drifted measure keys and the exact factor back to the canonical unit (the domain's unit drift).
+    units: spec.unitDrift ? { [spec.unitDrift.key]: spec.unitDrift.scale } : {},
     dim_a: { file: relData(spec.dimA.file), format: spec.dimA.format, id: spec.dimA.id, group: spec.dimA.group },
     dim_b: { file: relData(spec.dimB.file), format: spec.dimB.format, table: spec.dimB.table, id: spec.dimB.id, category: spec.dimB.category, unit: spec.dimB.unit },
     outputs: verifierSpec.names,
@@ -173,7 +175,8 @@ export function synthesize(options: SynthOptions): SynthesizedTask {
     'tests/pytest.ini': '[pytest]\n',
     'tests/coverage.json': JSON.stringify(labels, null, 2) + '\n',
     // How to regenerate this task, so `tbrl validate` can re-run the generation gates.
-    [SYNTH_RECIPE_FILE]: JSON.stringify({ domain: spec.name, tier: options.tier, seed: options.seed, faultCount: faults.length }, null, 2) + '\n',
+    // faultCount only when asked for: the tier's default also decides the domain's own fault classes.
+    [SYNTH_RECIPE_FILE]: JSON.stringify({ domain: spec.name, tier: options.tier, seed: options.seed, ...(options.faultCount !== undefined ? { faultCount: options.faultCount } : {}) }, null, 2) + '\n',
     'test_weights.json': JSON.stringify(VERIFIER_WEIGHTS, null, 2) + '\n',
     'solution.sh': solutionScript(steps),
   };
@@ -210,6 +213,7 @@ function relationTypes(faults: FaultSpec[]): string[] {
   const out = ['fact->dimension-a (many-to-one)', 'fact->dimension-b (many-to-one)', 'shard->partition (index)', 'report<-fact (group-by aggregate)'];
   if (faults.some((f) => f.class === 'missing-records')) out.push('late-record->partition (by label)');
   if (faults.some((f) => f.class === 'stale-cache')) out.push('cache->report (stale copy)');
+  if (faults.some((f) => f.class === 'unit-drift')) out.push('shard-measure->canonical unit (scale)');
   return out;
 }
 

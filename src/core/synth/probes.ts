@@ -69,6 +69,7 @@ export const NEAR_MISS_PATCHES: Record<string, Patch[]> = {
   'ignored-late-arrivals': [{ find: 'if os.path.isdir(late):', replace: 'if False:' }],
   'raw-categories': [{ find: 'str(kind).strip().lower()', replace: 'str(kind)' }],
   'index-line-order': [{ find: 'parts = sorted(', replace: 'parts = list(' }, { find: 'kept.sort(key=lambda item: (item[0], item[1]))', replace: 'kept.sort(key=lambda item: 0)' }],
+  'ignored-unit-drift': [{ find: 'int(decimal.Decimal(str(record.pop(key))) * decimal.Decimal(scale))', replace: 'int(decimal.Decimal(str(record.pop(key))))' }],
   'dropped-drifted-shard': [{ find: 'record = {CFG["renames"].get(k, k): v for k, v in record.items()}', replace: 'record = dict(record)\n        if not all(k in record for k in (keys["id"], keys["a"], keys["b"], keys["amount"])):\n            return' }],
 };
 
@@ -78,6 +79,7 @@ const FAULT_NEAR_MISS: Partial<Record<FaultSpec['class'], string>> = {
   'category-drift': 'raw-categories',
   'shuffled-shard-index': 'index-line-order',
   'schema-drift': 'dropped-drifted-shard',
+  'unit-drift': 'ignored-unit-drift',
 };
 
 export function buildProbes(ctx: ProbeContext): Probe[] {

@@ -8,6 +8,7 @@ export const SOLVER_STAGES = ['clean', 'enriched', 'report', 'summary'] as const
 export function solverPipeline(configJson: string): string {
   return `"""Reference pipeline. Usage: ref_pipeline.py INPUT_DIR OUTPUT_DIR [clean|enriched|report|summary]"""
 import csv
+import decimal
 import json
 import os
 import sqlite3
@@ -37,6 +38,9 @@ def facts_of(base):
 
     def admit(record, label):
         record = {CFG["renames"].get(k, k): v for k, v in record.items()}
+        for key, scale in CFG["units"].items():
+            if key in record:
+                record[keys["amount"]] = int(decimal.Decimal(str(record.pop(key))) * decimal.Decimal(scale))
         ident = str(record[keys["id"]])
         if ident not in known:
             known.add(ident)

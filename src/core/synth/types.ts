@@ -12,8 +12,11 @@ export type TableFormat = 'csv' | 'tsv' | 'jsonl' | 'kv' | 'json-array' | 'sql' 
 export const PAPER_DOMAINS = ['software engineering', 'data engineering', 'AI/CS research', 'math & operations research', 'security & forensics', 'infrastructure management', 'quantum computing'] as const;
 export type PaperDomain = (typeof PAPER_DOMAINS)[number];
 
+/** Fault classes every domain has; a task's plan samples from these first (the draw of a seed depends on this list). */
 export const FAULT_CLASSES = ['schema-drift', 'duplicated-records', 'missing-records', 'category-drift', 'shuffled-shard-index', 'stale-cache'] as const;
-export type FaultClass = (typeof FAULT_CLASSES)[number];
+/** Fault classes a domain has only when its spec declares them (see DomainSpec.unitDrift). */
+export const DOMAIN_FAULT_CLASSES = ['unit-drift'] as const;
+export type FaultClass = (typeof FAULT_CLASSES)[number] | (typeof DOMAIN_FAULT_CLASSES)[number];
 
 export interface DimARow { id: string; name: string; group: string }
 export interface DimBRow { id: string; category: string; unit: number }
@@ -49,6 +52,12 @@ export interface DomainSpec {
   fact: { id: string; a: string; b: string; amount: string; partition: string };
   /** Old spellings a drifted shard may use (schema drift picks one). */
   aliases: { amount: string; a: string };
+  /**
+   * The domain's own unit-drift fault: one shard reports the measure under `key` in another unit,
+   * with `amount = value × scale` exactly (scale a power of ten, or its inverse: "1000" for a
+   * coarser unit written with three decimals, "0.001" for a finer integer unit).
+   */
+  unitDrift?: { key: string; scale: '1000' | '100' | '10' | '0.1' | '0.01' | '0.001'; meaning: string };
   dimA: { file: string; format: 'json-array' | 'csv' | 'manifest'; id: string; name: string; group: string; noun: string };
   dimB: { file: string; format: 'sql' | 'tsv' | 'safetensors'; table: string; id: string; category: string; unit: string; noun: string };
   shardDir: string;

@@ -1,12 +1,13 @@
 import { TbrlError } from '../errors';
 import { Prng } from './prng';
-import { FAULT_CLASSES, TIER_SCALE, type DomainSpec, type FactRow, type FaultClass, type ScaleTier, type World } from './types';
+import { DOMAIN_FAULT_CLASSES, FAULT_CLASSES, TIER_SCALE, type DomainSpec, type FactRow, type FaultClass, type ScaleTier, type World } from './types';
 
 /** A fault declared against the latent world (record ids, not line numbers), drawn with W. */
 export type FaultSpec =
   | { class: 'missing-records'; factIds: string[] }
   | { class: 'duplicated-records'; factIds: string[] }
   | { class: 'schema-drift'; partition: number; column: 'amount' | 'a' }
+  | { class: 'unit-drift'; partition: number }
   | { class: 'category-drift'; variants: Array<{ id: string; text: string }> }
   | { class: 'shuffled-shard-index'; order: number[] }
   | { class: 'stale-cache'; droppedFactIds: string[]; bumpedFactIds: string[] };
@@ -19,11 +20,21 @@ export interface Draw {
 }
 
 /** Faults are applied in this order and reverted in the reverse one (faults.ts relies on it). */
-export const FAULT_ORDER: readonly FaultClass[] = ['missing-records', 'duplicated-records', 'schema-drift', 'category-drift', 'shuffled-shard-index', 'stale-cache'];
+export const FAULT_ORDER: readonly FaultClass[] = ['missing-records', 'duplicated-records', 'schema-drift', 'unit-drift', 'category-drift', 'shuffled-shard-index', 'stale-cache'];
 
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
-/** Draw W and its fault plan from one seed. */
+/** The fault classes a domain can draw: every generic class, then the ones its spec declares. */
+export function domainFaultClasses(spec: DomainSpec): FaultClass[] {
+  return [...FAULT_CLASSES, ...DOMAIN_FAULT_CLASSES.filter((c) => c === 'unit-drift' && spec.unitDrift !== undefined)];
+}
+
+/**
+ * Draw W and its fault plan from one seed. `faultCount` N takes N generic classes, and the domain's
+ * own classes once N exceeds the generic ones; by default a tier's generic count, plus the domain's
+ * own classes at the small and full tiers. Domain classes come from their own PRNG fork, so a seed
+ * draws the same generic faults as before they existed.
+ */
 export function drawWorld(spec: DomainSpec, tier: ScaleTier, seed: number, faultCount?: number): Draw {
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) {
     throw new TbrlError('SYNTH_BAD_SEED', `seed must be an integer in [0, 4294967295], got ${seed}`, 'pass e.g. --seed 7.');
@@ -66,12 +77,29 @@ export function drawWorld(spec: DomainSpec, tier: ScaleTier, seed: number, fault
   const faultRng = rng.fork(`faults:${spec.name}:${tier}`);
   const holdoutPartition = faultRng.int(0, partitions.length - 1);
   const count = Math.min(faultCount ?? scale.faults, FAULT_CLASSES.length);
-  const classes = new Set(faultRng.sample(FAULT_CLASSES, count));
-  const faults = FAULT_ORDER.filter((c) => classes.has(c)).map((c) => drawFault(c, world, holdoutPartition, faultRng));
+  const classes = new Set<FaultClass>(faultRng.sample(FAULT_CLASSES, count));
+  const ownClasses = domainFaultClasses(spec).slice(FAULT_CLASSES.length);
+  const ownCount = faultCount === undefined ? (tier === 'unit' ? 0 : ownClasses.length) : Math.max(0, faultCount - FAULT_CLASSES.length);
+  const ownRng = rng.fork(`domain-faults:${spec.name}:${tier}`);
+  for (const c of ownRng.sample(ownClasses, Math.min(ownCount, ownClasses.length))) classes.add(c);
+  const faults: FaultSpec[] = [];
+  for (const c of FAULT_ORDER.filter((x) => classes.has(x))) {
+    faults.push(c === 'unit-drift' ? drawUnitDrift(world, faults, ownRng) : drawFault(c, world, holdoutPartition, faultRng));
+  }
   return { world, faults, holdoutPartition };
 }
 
-function drawFault(kind: FaultClass, world: World, holdout: number, rng: Prng): FaultSpec {
+/**
+ * One shard in another unit. Never partition 0 (the verifier appends its counterfactual record
+ * there, in canonical units) and never the schema-drifted shard (one dialect change per shard).
+ */
+function drawUnitDrift(world: World, drawn: FaultSpec[], rng: Prng): FaultSpec {
+  const schema = drawn.find((f): f is Extract<FaultSpec, { class: 'schema-drift' }> => f.class === 'schema-drift');
+  const pool = world.partitions.map((p) => p.index).filter((i) => i !== 0 && i !== schema?.partition);
+  return { class: 'unit-drift', partition: rng.pick(pool) };
+}
+
+function drawFault(kind: Exclude<FaultClass, 'unit-drift'>, world: World, holdout: number, rng: Prng): FaultSpec {
   const few = Math.max(1, Math.round(world.facts.length * 0.08));
   // Missing and duplicated records never share ids, so each fault's revert sees its own lines.
   const outside = world.facts.filter((f) => f.partition !== holdout);
