@@ -107,7 +107,7 @@ describe('Tev task in a real container', () => {
     }
   });
 
-  for (const domain of ['quantum', 'infra-ops']) it(`a Harbor-format ${domain} task (safetensors or manifest + SQLite built in the image, every fault class incl. unit drift): solve.sh passes through the reward file, Φ = 1`, { timeout: 180_000 }, async () => {
+  for (const domain of ['quantum', 'infra-ops', 'log-forensics']) it(`a Harbor-format ${domain} task (safetensors, manifest + SQLite, or a stripped binary built in the image; every fault class incl. unit drift): solve.sh passes through the reward file, Φ = 1`, { timeout: 180_000 }, async () => {
     const t = synthesize({ domain, tier: 'unit', seed: 8, faultCount: 7 });
     const dir = join(scratch, `${t.id}-harbor`);
     await writeSynthesizedTask(t, dir, 'harbor');

@@ -15,7 +15,7 @@ import { DOMAINS } from '../../src/core/synth/domains';
 import { synthesize, COVERAGE_AXES } from '../../src/core/synth/generate';
 import { staticGates } from '../../src/core/synth/gates';
 import { PAPER_DOMAINS } from '../../src/core/synth/types';
-import { parseManifest, renderDimA, safetensorsBytes, dimBSource, parseDimBRows, BUILD_DB_SCRIPT } from '../../src/core/synth/render';
+import { parseManifest, renderDimA, safetensorsBytes, dimBSource, parseDimBRows, BUILD_DB_SCRIPT, elfBytes } from '../../src/core/synth/render';
 import { compileWorkflow } from '../../src/core/synth/dag';
 import { coverageTable, formatCoverageTable, labelsMatch, taskMatchesFilter } from '../../src/core/synth/coverage';
 import { decontaminate, ngrams, tokens } from '../../src/core/synth/decontam';
@@ -66,6 +66,33 @@ describe('seven domains', () => {
       const progress = JSON.parse(q.taskFiles['tests/progress.json']);
       assert.ok(progress.inputs.files['circuits.safetensors']);
       assert.equal(progress.inputs.files['circuits.jsonl'], undefined, 'the build source is not part of the image');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('compiles the route table into a stripped x86-64 binary that prints it (byte-exact with python3\'s build, category drift included)', () => {
+    const t = synthesize({ domain: 'log-forensics', tier: 'small', seed: 4, faultCount: 6 });
+    assert.ok(t.draw.faults.some((f) => f.class === 'category-drift'), 'the drifted spellings are compiled in too');
+    const dir = mkdtempSync(join(tmpdir(), 'tbrl-elf-'));
+    try {
+      const src = dimBSource(t.spec);
+      execFileSync('mkdir', ['-p', join(dir, src, '..')]);
+      writeFileSync(join(dir, src), t.inputs[src]);
+      writeFileSync(join(dir, 'build.py'), t.inputs[BUILD_DB_SCRIPT]);
+      execFileSync('python3', [join(dir, 'build.py'), dir]);
+      assert.equal(existsSync(join(dir, src)), false, 'the source is removed after the build');
+      const binary = join(dir, t.spec.dimB.file);
+      const built = readFileSync(binary);
+      assert.ok(built.equals(elfBytes(Buffer.from(t.inputs[src], 'utf8'))), 'python3 builds exactly the bytes the digest describes');
+      assert.equal(built.subarray(0, 4).toString('latin1'), '\x7fELF');
+      assert.equal(built.readUInt16LE(60), 0, 'no section headers: stripped');
+      assert.equal(execFileSync(binary, { encoding: 'utf8' }), t.inputs[src], 'running it prints the table');
+      assert.deepEqual(parseDimBRows(t.spec, execFileSync(binary, { encoding: 'utf8' })).map((r) => r.id), t.draw.world.dimB.map((r) => r.id));
+      const progress = JSON.parse(t.taskFiles['tests/progress.json']);
+      assert.ok(progress.inputs.files['bin/routectl']);
+      assert.equal(t.labels.artifactRoles['data/bin/routectl'], 'input:dimension(stripped-binary)');
+      assert.match(t.instruction, /stripped x86-64 executable/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

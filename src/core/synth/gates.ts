@@ -9,7 +9,7 @@ import type { SynthesizedTask } from './generate';
 import { runProcess, scratchDir, writeFiles } from './host';
 import { checkNoSharedCode, type ShareFinding } from './noshare';
 import { buildProbes, type Probe, type ProbeKind } from './probes';
-import { BUILD_DB_SCRIPT, dimBBuilt, dimBSource, parseDimBRows, parseWorld, safetensorsBytes } from './render';
+import { BUILD_DB_SCRIPT, dimBBuilt, dimBSource, elfBytes, parseDimBRows, parseWorld, safetensorsBytes } from './render';
 import { SOLVER_PRELUDE } from './solver-program';
 import { gradeInTypeScript } from './ts-grader';
 
@@ -216,6 +216,15 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
 async function sqliteRoundTrip(t: SynthesizedTask, app: string, python: string): Promise<void> {
   const d = t.spec.dimB;
   if (!dimBBuilt(t.spec)) return;
+  if (d.format === 'elf') {
+    // The stripped binary is run (x86-64 Linux): what it prints must be its source, and its bytes the digest's.
+    const ran = await runProcess([join(app, d.file)]);
+    if (ran.code !== 0) throw new Error(`running ${d.file} failed (exit ${ran.code}): ${ran.stderr.slice(-400)}`);
+    const source = t.inputs[dimBSource(t.spec)];
+    if (ran.stdout !== source) throw new Error(`${d.file} does not print the rows of its source`);
+    if (!(await readFile(join(app, d.file))).equals(elfBytes(Buffer.from(source, 'utf8')))) throw new Error(`${d.file} built in the image differs byte for byte from the binary the digest describes`);
+    return;
+  }
   const reader = d.format === 'sql'
     ? `import json,sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nprint(json.dumps(c.execute("SELECT ${d.id}, ${d.category}, ${d.unit} FROM ${d.table} ORDER BY rowid").fetchall()))`
     : `import json,struct,sys\nb=open(sys.argv[1],"rb").read()\nn=struct.unpack("<Q",b[:8])[0]\nh=json.loads(b[8:8+n])\nm=h["__metadata__"]\nt=h[${JSON.stringify(d.unit)}]\nu=struct.unpack("<%dq"%t["shape"][0],b[8+n+t["data_offsets"][0]:8+n+t["data_offsets"][1]])\nprint(json.dumps([list(r) for r in zip(json.loads(m["ids"]),json.loads(m["categories"]),u)]))`;

@@ -5,7 +5,7 @@ import { checkContract, PPRS_LAMBDA, type EvidenceKind, type ProgressContract } 
 import { basename, computeOutputs, type Outputs } from './expected';
 import { applyFaults, cacheDir } from './faults';
 import { PROGRESS_PY } from './grader-program';
-import { BUILD_DB_SCRIPT, dimBBuilt, dimBSource, indexPath, latePath, parseDimBRows, renderFactLine, renderWorld, safetensorsBytes, shardKeys } from './render';
+import { BUILD_DB_SCRIPT, dimBBuilt, dimBSource, elfBytes, indexPath, latePath, parseDimBRows, renderFactLine, renderWorld, safetensorsBytes, shardKeys } from './render';
 import { solutionScript, solverSteps, type SolverStep } from './solver-program';
 import { verifierProgram, VERIFIER_TESTS, VERIFIER_WEIGHTS } from './verifier-program';
 import type { DomainSpec, FactRow, FileMap, ScaleTier } from './types';
@@ -202,6 +202,7 @@ export function dataDigest(spec: DomainSpec, inputs: FileMap): DataDigest {
   }
   const tables: DataDigest['tables'] = {};
   if (spec.dimB.format === 'safetensors') files[relData(spec.dimB.file)] = createHash('sha256').update(safetensorsBytes(spec, parseDimBRows(spec, inputs[dimBSource(spec)]))).digest('hex');
+  if (spec.dimB.format === 'elf') files[relData(spec.dimB.file)] = createHash('sha256').update(elfBytes(Buffer.from(inputs[dimBSource(spec)], 'utf8'))).digest('hex');
   if (spec.dimB.format === 'sql') {
     const rows = parseDimBRows(spec, inputs[dimBSource(spec)]);
     tables[relData(spec.dimB.file)] = { table: spec.dimB.table, columns: [spec.dimB.id, spec.dimB.category, spec.dimB.unit], digest: sha256(rows.map((r) => `${r.id}\t${r.category}\t${r.unit}`).join('\n')) };
@@ -238,7 +239,7 @@ function artifactRoles(spec: DomainSpec, inputs: FileMap): Record<string, string
     else if (path === latePath(spec)) roles[path] = 'input:late-arrivals';
     else if (path.startsWith(`${spec.shardDir}/`)) roles[path] = 'input:fact-shard';
     else if (path === spec.dimA.file) roles[path] = 'input:dimension';
-    else if (dimBBuilt(spec) && path === dimBSource(spec)) roles[spec.dimB.file] = `input:dimension(${spec.dimB.format === 'sql' ? 'sqlite' : 'safetensors'})`;
+    else if (dimBBuilt(spec) && path === dimBSource(spec)) roles[spec.dimB.file] = `input:dimension(${({ sql: 'sqlite', elf: 'stripped-binary' } as Record<string, string>)[spec.dimB.format] ?? spec.dimB.format})`;
     else if (path === spec.dimB.file) roles[path] = 'input:dimension';
     else if (path.startsWith(`${cacheDir}/`)) roles[path] = 'distractor:stale-cache';
     else if (path === BUILD_DB_SCRIPT) roles[path] = 'build:removed-at-image-build';

@@ -2,7 +2,7 @@ import { basename } from './expected';
 import { indexPath, latePath } from './render';
 import type { DomainSpec, TableFormat } from './types';
 
-const FORMAT_NAMES: Record<TableFormat, string> = { csv: 'CSV (.csv)', tsv: 'TSV (.tsv)', jsonl: 'JSON lines (.jsonl)', kv: 'key=value log lines (.log)', 'json-array': 'JSON', sql: 'SQL', manifest: 'a YAML-style manifest', safetensors: 'a safetensors shard' };
+const FORMAT_NAMES: Record<TableFormat, string> = { elf: 'a stripped executable', csv: 'CSV (.csv)', tsv: 'TSV (.tsv)', jsonl: 'JSON lines (.jsonl)', kv: 'key=value log lines (.log)', 'json-array': 'JSON', sql: 'SQL', manifest: 'a YAML-style manifest', safetensors: 'a safetensors shard' };
 
 /** The task text. It states every rule the data may need, whether or not this task's faults use it. */
 export function instructionFor(spec: DomainSpec, entry: string): string {
@@ -11,6 +11,7 @@ export function instructionFor(spec: DomainSpec, entry: string): string {
   const b = spec.dimB;
   const dimBText =
     b.format === 'sql' ? `a SQLite database (table \`${b.table}\`: ${b.id}, ${b.category}, ${b.unit})`
+      : b.format === 'elf' ? `a stripped x86-64 executable (no symbols) with the ${b.noun} table compiled in: run it and it prints them as TSV with header ${b.id}, ${b.category}, ${b.unit}`
       : b.format === 'safetensors' ? `a safetensors file: the I64 tensor \`${b.unit}\` holds ${b.unit} per row; the header's __metadata__ holds "ids" (${b.id}) and "categories" (${b.category}) as JSON-encoded lists in the same order`
         : `a TSV file with header ${b.id}, ${b.category}, ${b.unit}`;
   const dimAText = a.format === 'manifest' ? `a YAML-style manifest (a list under \`${a.noun}:\`, one entry per ${a.id} with ${a.id}, ${a.name}, ${a.group})` : a.format === 'csv' ? `CSV (${a.id}, ${a.name}, ${a.group})` : `a JSON array of records (${a.id}, ${a.name}, ${a.group})`;

@@ -14,10 +14,10 @@ export const indexPath = (spec: DomainSpec) => `${spec.shardDir}/_index.tsv`;
 export const shardPath = (spec: DomainSpec, p: Partition) => `${spec.shardDir}/${p.file}`;
 export const lateDir = (spec: DomainSpec) => `${spec.shardDir}/late`;
 export const latePath = (spec: DomainSpec) => `${lateDir(spec)}/late-arrivals.jsonl`;
-/** Whether dimension B is a binary built inside the image from a text source (SQLite, safetensors). */
-export const dimBBuilt = (spec: DomainSpec) => spec.dimB.format === 'sql' || spec.dimB.format === 'safetensors';
+/** Whether dimension B is a binary built inside the image from a text source (SQLite, safetensors, a stripped ELF). */
+export const dimBBuilt = (spec: DomainSpec) => spec.dimB.format === 'sql' || spec.dimB.format === 'safetensors' || spec.dimB.format === 'elf';
 /** The text file that holds dimension B's rows: the built table's source, or the table itself. */
-export const dimBSource = (spec: DomainSpec) => (spec.dimB.format === 'sql' ? spec.dimB.file.replace(/\.db$/, '.sql') : spec.dimB.format === 'safetensors' ? spec.dimB.file.replace(/\.safetensors$/, '.jsonl') : spec.dimB.file);
+export const dimBSource = (spec: DomainSpec) => (spec.dimB.format === 'sql' ? spec.dimB.file.replace(/\.db$/, '.sql') : spec.dimB.format === 'safetensors' ? spec.dimB.file.replace(/\.safetensors$/, '.jsonl') : spec.dimB.format === 'elf' ? `data/setup-src/${spec.dimB.file.slice(spec.dimB.file.lastIndexOf('/') + 1)}.tsv` : spec.dimB.file);
 /** @deprecated name kept for callers: the source of a built dimension table. */
 export const sqlSource = dimBSource;
 
@@ -55,7 +55,7 @@ const sqlString = (s: string) => `'${s.replace(/'/g, "''")}'`;
 export function renderDimB(spec: DomainSpec, rows: DimBRow[]): string {
   const d = spec.dimB;
   if (d.format === 'safetensors') return rows.map((r) => JSON.stringify({ [d.id]: r.id, [d.category]: r.category, [d.unit]: r.unit })).join('\n') + '\n';
-  if (d.format === 'tsv') return [[d.id, d.category, d.unit].join('\t'), ...rows.map((r) => [r.id, r.category, r.unit].join('\t'))].join('\n') + '\n';
+  if (d.format === 'tsv' || d.format === 'elf') return [[d.id, d.category, d.unit].join('\t'), ...rows.map((r) => [r.id, r.category, r.unit].join('\t'))].join('\n') + '\n';
   return [
     `CREATE TABLE ${d.table} (${d.id} TEXT PRIMARY KEY, ${d.category} TEXT NOT NULL, ${d.unit} INTEGER NOT NULL);`,
     ...rows.map((r) => `INSERT INTO ${d.table} VALUES (${sqlString(r.id)}, ${sqlString(r.category)}, ${r.unit});`),
@@ -84,6 +84,55 @@ export function safetensorsBytes(spec: DomainSpec, rows: DimBRow[]): Buffer {
   rows.forEach((r, i) => body.writeBigInt64LE(BigInt(r.unit), 8 * i));
   return Buffer.concat([size, text, body]);
 }
+
+/**
+ * A stripped x86-64 Linux executable (one PT_LOAD segment, no section headers, no symbols) that
+ * writes `payload` to stdout and exits 0: the route table compiled into a service binary, as a
+ * forensics task meets it. The image build writes the same bytes (BUILD_ELF_PY), so it has a digest.
+ */
+export function elfBytes(payload: Buffer): Buffer {
+  const base = 0x400000n;
+  const code = Buffer.concat([
+    Buffer.from('b801000000' + 'bf01000000' + '488d3510000000' + 'ba', 'hex'), // write(1, data, len): data follows the code
+    u32(payload.length),
+    Buffer.from('0f05' + 'b83c000000' + '31ff' + '0f05', 'hex'), // exit(0)
+  ]);
+  const total = BigInt(64 + 56 + code.length + payload.length);
+  const head = Buffer.alloc(64);
+  Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1]).copy(head, 0);
+  head.writeUInt16LE(2, 16); head.writeUInt16LE(0x3e, 18); head.writeUInt32LE(1, 20);
+  head.writeBigUInt64LE(base + 120n, 24); head.writeBigUInt64LE(64n, 32);
+  head.writeUInt16LE(64, 52); head.writeUInt16LE(56, 54); head.writeUInt16LE(1, 56);
+  const ph = Buffer.alloc(56);
+  ph.writeUInt32LE(1, 0); ph.writeUInt32LE(5, 4);
+  ph.writeBigUInt64LE(base, 16); ph.writeBigUInt64LE(base, 24); ph.writeBigUInt64LE(total, 32); ph.writeBigUInt64LE(total, 40); ph.writeBigUInt64LE(0x1000n, 48);
+  return Buffer.concat([head, ph, code, payload]);
+}
+
+function u32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(n);
+  return b;
+}
+
+const BUILD_ELF_PY = (spec: DomainSpec) => `import os, struct, sys
+# Builds ${spec.dimB.file} (a stripped x86-64 executable that prints the ${spec.dimB.noun} as TSV) at image build time.
+root = sys.argv[1]
+src = os.path.join(root, ${JSON.stringify(dimBSource(spec))})
+dst = os.path.join(root, ${JSON.stringify(spec.dimB.file)})
+data = open(src, "rb").read()
+base = 0x400000
+code = bytes.fromhex("b801000000bf01000000488d3510000000ba") + struct.pack("<I", len(data)) + bytes.fromhex("0f05b83c00000031ff0f05")
+total = 64 + 56 + len(code) + len(data)
+head = struct.pack("<16sHHIQQQIHHHHHH", b"\\x7fELF\\x02\\x01\\x01" + bytes(9), 2, 0x3E, 1, base + 120, 64, 0, 0, 64, 56, 1, 0, 0, 0)
+segment = struct.pack("<IIQQQQQQ", 1, 5, 0, base, base, total, total, 0x1000)
+os.makedirs(os.path.dirname(dst), exist_ok=True)
+with open(dst, "wb") as sink:
+    sink.write(head + segment + code + data)
+os.chmod(dst, 0o755)
+os.remove(src)
+os.rmdir(os.path.dirname(src))
+`;
 
 const BUILD_SAFETENSORS_PY = (spec: DomainSpec) => `import json, os, struct, sys
 # Builds ${spec.dimB.file} (a safetensors shard: ${spec.dimB.unit} as an I64 tensor, ids and ${spec.dimB.category} in the metadata) at image build time.
@@ -120,7 +169,7 @@ export function renderWorld(spec: DomainSpec, world: World): FileMap {
   files[spec.dimA.file] = renderDimA(spec, world.dimA);
   if (dimBBuilt(spec)) {
     files[dimBSource(spec)] = renderDimB(spec, world.dimB);
-    files[BUILD_DB_SCRIPT] = spec.dimB.format === 'sql' ? BUILD_DB_PY(spec) : BUILD_SAFETENSORS_PY(spec);
+    files[BUILD_DB_SCRIPT] = spec.dimB.format === 'sql' ? BUILD_DB_PY(spec) : spec.dimB.format === 'elf' ? BUILD_ELF_PY(spec) : BUILD_SAFETENSORS_PY(spec);
   } else {
     files[spec.dimB.file] = renderDimB(spec, world.dimB);
   }
@@ -162,7 +211,7 @@ export function formatOfFile(file: string): TableFormat {
 export function parseDimBRows(spec: DomainSpec, text: string): DimBRow[] {
   const d = spec.dimB;
   if (d.format === 'safetensors') return bodyLines(text).map((l) => JSON.parse(l) as Record<string, string | number>).map((r) => ({ id: String(r[d.id]), category: String(r[d.category]), unit: Number(r[d.unit]) }));
-  if (d.format === 'tsv') return parseDelimited(text, '\t').map((r) => ({ id: r[d.id], category: r[d.category], unit: Number(r[d.unit]) }));
+  if (d.format === 'tsv' || d.format === 'elf') return parseDelimited(text, '\t').map((r) => ({ id: r[d.id], category: r[d.category], unit: Number(r[d.unit]) }));
   const rows: DimBRow[] = [];
   const re = /^INSERT INTO \w+ VALUES \('((?:[^']|'')*)', '((?:[^']|'')*)', (-?\d+)\);$/;
   for (const line of bodyLines(text)) {

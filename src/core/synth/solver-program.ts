@@ -13,6 +13,7 @@ import json
 import os
 import sqlite3
 import struct
+import subprocess
 import sys
 
 CFG = json.loads(r'''${configJson}''')
@@ -92,6 +93,9 @@ def catalog_of(base):
         start, stop = tensor["data_offsets"]
         units = struct.unpack("<%dq" % tensor["shape"][0], payload[start:stop])
         rows = list(zip(json.loads(head["__metadata__"]["ids"]), json.loads(head["__metadata__"]["categories"]), units))
+    elif dim["format"] == "elf":
+        printed = subprocess.run([location], capture_output=True, text=True, check=True).stdout
+        rows = [(r[dim["id"]], r[dim["category"]], r[dim["unit"]]) for r in csv.DictReader(printed.splitlines(), delimiter="\t")]
     elif dim["format"] == "sql":
         link = sqlite3.connect(location)
         try:

@@ -7,7 +7,7 @@ export type ScaleTier = 'unit' | 'small' | 'full';
 export const SCALE_TIERS: readonly ScaleTier[] = ['unit', 'small', 'full'];
 
 /** Formats a table can be rendered in; each has a writer and a parser (render.ts). */
-export type TableFormat = 'csv' | 'tsv' | 'jsonl' | 'kv' | 'json-array' | 'sql' | 'manifest' | 'safetensors';
+export type TableFormat = 'csv' | 'tsv' | 'jsonl' | 'kv' | 'json-array' | 'sql' | 'manifest' | 'safetensors' | 'elf';
 
 export const PAPER_DOMAINS = ['software engineering', 'data engineering', 'AI/CS research', 'math & operations research', 'security & forensics', 'infrastructure management', 'quantum computing'] as const;
 export type PaperDomain = (typeof PAPER_DOMAINS)[number];
@@ -59,7 +59,7 @@ export interface DomainSpec {
    */
   unitDrift?: { key: string; scale: '1000' | '100' | '10' | '0.1' | '0.01' | '0.001'; meaning: string };
   dimA: { file: string; format: 'json-array' | 'csv' | 'manifest'; id: string; name: string; group: string; noun: string };
-  dimB: { file: string; format: 'sql' | 'tsv' | 'safetensors'; table: string; id: string; category: string; unit: string; noun: string };
+  dimB: { file: string; format: 'sql' | 'tsv' | 'safetensors' | 'elf'; table: string; id: string; category: string; unit: string; noun: string };
   shardDir: string;
   shardFormats: readonly TableFormat[];
   shardExt: (f: TableFormat) => string;

@@ -1,21 +1,21 @@
 import type { DomainSpec, TableFormat } from '../types';
 import { hour } from './time';
 
-/** Request logs: key=value and JSON-lines shards by hour, hosts as CSV, routes as TSV. */
+/** Request logs: key=value and JSON-lines shards by hour, hosts as CSV, routes compiled into a stripped service binary. */
 export const LOG_FORENSICS: DomainSpec = {
   name: 'log-forensics',
   title: 'Request log forensics',
   field: 'security & forensics',
   subDomain: 'request-log forensics',
   category: 'debugging',
-  tools: ['shell', 'python', 'log parsing', 'csv', 'jsonl'],
+  tools: ['shell', 'python', 'log parsing', 'csv', 'jsonl', 'binary inspection'],
   faultStory: { 'unit-drift': 'an older proxy build that logs seconds', 'duplicated-records': 'a log shipper that retried and wrote lines twice', 'missing-records': 'lines that reached the collector after rotation' },
   factNoun: 'requests',
   fact: { id: 'req_id', a: 'host', b: 'route', amount: 'duration_ms', partition: 'hour' },
   aliases: { amount: 'latency_ms', a: 'hostname' },
   unitDrift: { key: 'duration_s', scale: '1000', meaning: 'request duration in seconds, three decimals (multiply by 1000 for duration_ms)' },
   dimA: { file: 'data/hosts.csv', format: 'csv', id: 'host', name: 'name', group: 'datacenter', noun: 'hosts' },
-  dimB: { file: 'data/routes.tsv', format: 'tsv', table: 'routes', id: 'route', category: 'service', unit: 'cost_weight', noun: 'routes' },
+  dimB: { file: 'data/bin/routectl', format: 'elf', table: 'routes', id: 'route', category: 'service', unit: 'cost_weight', noun: 'routes' },
   shardDir: 'data/logs',
   shardFormats: ['kv', 'jsonl'],
   shardExt: (f: TableFormat) => (f === 'jsonl' ? 'jsonl' : 'log'),
