@@ -7,16 +7,12 @@ import { computeDepgpo } from '../src/core/depgpo/compute';
 import { referenceDepgpo } from '../src/core/depgpo/reference';
 import type { DepgpoCommand, DepgpoInput } from '../src/core/depgpo/types';
 import type { FileWrite, Hunk } from '../src/core/trace/types';
+import { Prng } from '../src/core/synth/prng';
 
+/** The studio's seeded PRNG (mulberry32), as a bare draw function. */
 function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const prng = new Prng(seed);
+  return () => prng.next();
 }
 
 /**
