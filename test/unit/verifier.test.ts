@@ -8,7 +8,7 @@ import { parseScore } from '../../src/core/verifier/modes/pointwise';
 import { parsePairwise } from '../../src/core/verifier/modes/pairwise';
 import { parseDecision } from '../../src/core/verifier/modes/decision-only';
 import { stripThink, observationFailed } from '../../src/core/verifier/candidates';
-import { createModelPolicy } from '../../src/core/model/policy';
+import { createModelPolicy } from '../../src/core/agent/model-policy';
 import type { VerifierConfig, VerifierMode } from '../../src/core/verifier/types';
 import type { ChatMessage } from '../../src/core/model/types';
 import type { Task } from '../../src/core/tasks/model';

@@ -129,7 +129,7 @@ export async function runAgentLoop(options: LoopOptions): Promise<LoopResult> {
     const chosen = turn.candidates[turn.chosen];
     if (!chosen) throw new TbrlError('policy-bad-turn', `The ${options.policy.kind} policy chose candidate ${turn.chosen} of ${turn.candidates.length} at step ${step}.`, 'This is a bug in the policy; report it with the trajectory.');
     let text = chosen.text;
-    let parsed = parseAgentTurn(text);
+    let parsed = turn.parsed?.[turn.chosen] ?? parseAgentTurn(text);
     let human: StepRecord['human'];
 
     if (options.beforeExecute) {

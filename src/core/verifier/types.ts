@@ -1,5 +1,6 @@
 import type { ChatMessage, ModelConfig } from '../model/types';
 import type { VerifierMode } from './modes';
+import type { ParsedTurn } from '../actions/types';
 
 /** The modes are registered in modes/index.ts; the list and the type come from there. */
 export { VERIFIER_MODES, type VerifierMode } from './modes';
@@ -31,8 +32,8 @@ export interface VerifierInput {
   messages: ChatMessage[];
   /** Raw candidate turns, reasoning included; the verifier strips `<think>` itself. */
   candidates: string[];
-  /** Whether each candidate parses; computed with the action parser when absent. */
-  parses?: boolean[];
+  /** Each candidate's parse (index-aligned), as the policy made it; parsed here when absent. */
+  parsed?: ParsedTurn[];
   /** Whether the previous turn failed; inferred from its observation when absent. */
   lastTurnFailed?: boolean;
   signal?: AbortSignal;

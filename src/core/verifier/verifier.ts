@@ -4,7 +4,8 @@ import { settleLimit } from '../model/concurrency';
 import type { VerifierDecisionRecord } from '../trajectory/schema';
 import { errorMessage } from '../errors';
 import { lastTurnOf, prefilter, type Prefiltered } from './candidates';
-import { candidateParses, canonicalActionKey } from './parses';
+import { parseTurn } from '../actions/parser';
+import { canonicalActionKey, turnParses } from './parses';
 import { renderPrompt } from './prompts';
 import { renderHistory, label } from './render';
 import { argmax, topMargin } from './ranking';
@@ -45,7 +46,7 @@ export class MidHarnessVerifier {
       if (input.signal?.aborted) throw err;
       // A defect or a missing prompt file must cost one verifier decision, not the run.
       this.stats.fallbacks++;
-      const first = Math.max(0, (input.parses ?? input.candidates.map(candidateParses)).findIndex((p) => p));
+      const first = Math.max(0, (input.parsed ?? input.candidates.map((t) => parseTurn(t))).findIndex(turnParses));
       return { mode: this.config.mode, chosen: first, scores: input.candidates.map(() => 0), calls: 0, outputTokens: 0, parallelOutputTokens: 0,
         fallback: `verifier error (${errorMessage(err).split('\n')[0]}): took candidate ${first}, the first parseable one` };
     }
@@ -53,8 +54,12 @@ export class MidHarnessVerifier {
 
   private async decide(input: VerifierInput): Promise<VerifierDecisionRecord> {
     const n = input.candidates.length;
-    const parses = input.parses ?? input.candidates.map(candidateParses);
-    const pre = prefilter(input.candidates, parses, lastTurnOf(input.messages, input.lastTurnFailed), canonicalActionKey);
+    const parsed = input.parsed ?? input.candidates.map((t) => parseTurn(t));
+    const parses = parsed.map(turnParses);
+    // Keys come from the parses already made; only a text that is no candidate (the previous turn) is parsed here.
+    const parsedByText = new Map(input.candidates.map((t, i) => [t, parsed[i]]));
+    const keyOf = (text: string) => canonicalActionKey(text, parsedByText.get(text));
+    const pre = prefilter(input.candidates, parses, lastTurnOf(input.messages, input.lastTurnFailed), keyOf);
     const firstChoice = pre.viable[0] ?? parses.findIndex((p) => p);
     const fallbackIndex = firstChoice >= 0 ? firstChoice : 0;
     const base = { calls: 0, outputTokens: 0, parallelOutputTokens: 0 };
