@@ -22,7 +22,6 @@ export const decisionOnly: VerifierModeDefinition<'decision-only'> = {
   costRank: 0,
   stepDownTarget: true,
   prompt: 'decision',
-  summary: 'one call sees every candidate and answers with one letter (a few output tokens)',
   plan: ({ viable, texts, labels, instruction, history, prompt }) => [
     { maxTokens: DECISION_TOKENS, messages: prompt({ instruction, history, labels: labels.join(', '), candidates: renderCandidates(viable.map((i) => texts[i])) }) },
   ],

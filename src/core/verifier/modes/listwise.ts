@@ -27,7 +27,6 @@ export const listwise: VerifierModeDefinition<'listwise'> = {
   costRank: 1,
   stepDownTarget: true,
   prompt: 'listwise',
-  summary: 'one call sees every candidate and ranks them (one long answer)',
   plan: ({ viable, texts, labels, instruction, history, maxOutputTokens, prompt }) => [
     { maxTokens: maxOutputTokens, messages: prompt({ instruction, history, labels: labels.join(', '), candidates: renderCandidates(viable.map((i) => texts[i])) }) },
   ],

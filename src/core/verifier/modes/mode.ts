@@ -55,8 +55,6 @@ export interface VerifierModeDefinition<Id extends string = string> {
   readonly stepDownTarget: boolean;
   /** Prompt file stem: src/core/prompts/verifier-<prompt>-<version>.md. */
   readonly prompt: string;
-  /** One line for documentation and help: how it judges and what it costs. */
-  readonly summary: string;
   plan(input: PlanInput): VerifierCall[];
   /** Whether an answer holds what `interpret` reads; an unusable answer is asked for again once. */
   usable(text: string, labels: string[]): boolean;

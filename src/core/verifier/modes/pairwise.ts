@@ -27,7 +27,6 @@ export const pairwise: VerifierModeDefinition<'pairwise'> = {
   costRank: 3,
   stepDownTarget: true,
   prompt: 'pairwise',
-  summary: 'one call per pair picks a winner with a margin (K(K−1)/2 calls, in parallel); scores are win rates',
   plan({ viable, texts, instruction, history, maxOutputTokens, prompt }) {
     const calls: VerifierCall[] = [];
     for (let p = 0; p < viable.length; p++) {

@@ -22,7 +22,6 @@ export const pointwise: VerifierModeDefinition<'pointwise'> = {
   // this, so the step-down goes straight to the one-call modes.
   stepDownTarget: false,
   prompt: 'pointwise',
-  summary: 'one call per candidate scores it alone on 0–10 (K calls, in parallel)',
   plan: ({ viable, texts, instruction, history, maxOutputTokens, prompt }) =>
     viable.map((i) => ({ maxTokens: maxOutputTokens, candidate: i, messages: prompt({ instruction, history, candidate: renderOne(texts[i]) }) })),
   usable: (text) => parseScore(text) !== undefined,
