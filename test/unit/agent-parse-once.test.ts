@@ -35,6 +35,14 @@ test('the loop executes the policy\'s parse of the chosen candidate, and parses 
   assert.equal(withParse.steps[0].chosenText, prose, 'the record keeps the sampled text');
   const without = await runAgentLoop({ policy: oneTurn({ candidates: [{ text: prose, parses: false }], chosen: 0, usage }), sandbox, task, systemPrompt: 's', limits: { maxSteps: 1 }, trace: false });
   assert.equal(without.endReason, 'no-action');
+  // The debugger picking another candidate runs that candidate's parse too.
+  const picked = await runAgentLoop({
+    policy: oneTurn({ candidates: [{ text: bash('ls'), parses: true }, { text: prose, parses: true }], parsed: [parseTurn(bash('ls')), parseTurn(finish)], chosen: 0, usage }),
+    sandbox, task, systemPrompt: 's', limits: { maxSteps: 1 }, trace: false,
+    beforeExecute: async () => ({ action: 'replace', text: prose }),
+  });
+  assert.equal(picked.endReason, 'finished');
+  assert.deepEqual(picked.steps[0].human, { action: 'edit', chosen: 0, editedFrom: bash('ls') }, 'recorded as before');
 });
 
 test('the verifier pre-filters and compares by the parses it is given', async () => {

@@ -138,7 +138,9 @@ export async function runAgentLoop(options: LoopOptions): Promise<LoopResult> {
       if (decision.action === 'replace' && decision.text !== text) {
         human = { action: 'edit', chosen: turn.chosen, editedFrom: text };
         text = decision.text;
-        parsed = parseAgentTurn(text);
+        // Picking another candidate reuses its parse; only a hand-edited text is parsed here.
+        const picked = turn.candidates.findIndex((c) => c.text === text);
+        parsed = (picked >= 0 ? turn.parsed?.[picked] : undefined) ?? parseAgentTurn(text);
       }
     }
 
