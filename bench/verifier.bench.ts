@@ -14,7 +14,7 @@ import { createInterface } from 'node:readline';
 import { startOpenAIServer, type ChatRequestRecord, type Reply } from '../test/helpers/openai-server';
 import { ModelClient } from '../src/core/model/client';
 import { MidHarnessVerifier } from '../src/core/verifier/verifier';
-import type { VerifierMode } from '../src/core/verifier/types';
+import { VERIFIER_MODES } from '../src/core/verifier/types';
 import type { ChatMessage } from '../src/core/model/types';
 
 const { values } = parseArgs({ options: { steps: { type: 'string' }, latency: { type: 'string' }, n: { type: 'string' }, serve: { type: 'boolean' } } });
@@ -86,7 +86,7 @@ async function main() {
 
     const rows: string[][] = [];
     const results: Record<string, { step: number; verifier: number }> = {};
-    for (const mode of ['listwise', 'pointwise', 'pairwise', 'decision-only'] as VerifierMode[]) {
+    for (const mode of VERIFIER_MODES) {
       const v = new MidHarnessVerifier({ mode, endpoint, concurrency: 64 });
       const stepMs: number[] = [];
       const verMs: number[] = [];

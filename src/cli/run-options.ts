@@ -1,6 +1,7 @@
 import { UsageError } from './command';
 import type { CliCommand } from './command';
 import type { RunTaskOptions } from '../core/run/run-task';
+import { VERIFIER_MODES } from '../core/verifier/types';
 
 /**
  * The policy, model, verifier, judge and limit flags shared by every command that runs the
@@ -23,7 +24,7 @@ export const RUN_POLICY_OPTIONS: NonNullable<CliCommand['options']> = {
 
 export const RUN_POLICY_USAGE = [
   '[--base-url URL] [--model NAME] [--api-key KEY] [--n N] [--policy model|oracle]',
-  '[--verifier listwise|pointwise|pairwise|decision-only] [--max-steps N] [--max-time SEC]',
+  `[--verifier ${VERIFIER_MODES.join('|')}] [--max-steps N] [--max-time SEC]`,
   '[--max-tokens N] [--judge MODEL] [--checkpoint] [--no-trace]',
 ];
 

@@ -1,3 +1,5 @@
+import { VERIFIER_MODES } from '../core/verifier/types';
+
 /**
  * The one path settings take: package.json `contributes.configuration` (schema, defaults, docs)
  * → `vscode.workspace.getConfiguration('tbrl')` → `readSettings` (typed, validated, with the
@@ -47,7 +49,8 @@ export const SETTING_DEFAULTS = {
   'trainer.url': '',
 } as const;
 
-export const VERIFIER_MODE_VALUES = ['none', 'listwise', 'pointwise', 'pairwise', 'decision-only'] as const;
+/** The setting's values: `none` and every registered mode (package.json's enums must match; a unit test checks). */
+export const VERIFIER_MODE_VALUES: readonly string[] = ['none', ...VERIFIER_MODES];
 
 export function readSettings(get: (key: string) => unknown): { settings: TbrlSettings; problems: string[] } {
   const problems: string[] = [];

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ModelClient } from '../../src/core/model/client';
-import { createModelPolicy } from '../../src/core/model/policy';
+import { createModelPolicy } from '../../src/core/agent/model-policy';
 import type { Task } from '../../src/core/tasks/model';
 
 /** A vLLM-shaped server: token ids with return_token_ids, or a strict one that refuses the field. */

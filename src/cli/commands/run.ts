@@ -8,6 +8,7 @@ import type { StepRecord } from '../../core/trajectory/schema';
 import { TbrlError } from '../../core/errors';
 import { outcomeOf } from '../../core/run/outcome';
 import { runAttempts, type AttemptsOutcome } from '../../core/verifier/attempts';
+import { VERIFIER_MODES } from '../../core/verifier/types';
 import { judgeFailureLine } from '../../core/reward';
 import { basename, join, resolve } from 'node:path';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -75,7 +76,7 @@ export const runCommand: CliCommand = {
   summary: 'Run an agent on a task in a container; writes a trajectory, a reward and a report',
   usage: [
     'run <task-dir> [--base-url URL] [--model NAME] [--api-key KEY] [--n N] [--policy model|oracle]',
-    '                [--verifier listwise|pointwise|pairwise|decision-only] [--max-steps N] [--max-time SEC]',
+    `                [--verifier ${VERIFIER_MODES.join('|')}] [--max-steps N] [--max-time SEC]`,
     '                [--max-tokens N] [--judge MODEL] [--out DIR] [--checkpoint] [--no-trace]',
     '                [--attempts T --select best|refine]',
     'run --fork-from <trajectory.jsonl> --step K [same policy options]',

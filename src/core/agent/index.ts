@@ -4,3 +4,4 @@ export { createOraclePolicy, oracleTurns, bashTurn, finishTurn } from './oracle'
 export { ScriptedPolicy } from './scripted';
 export { loadSystemPrompt, initialMessages, taskMessage, SYSTEM_PROMPT_VERSION } from './prompt';
 export { splitTopLevelCommands } from './shell-split';
+export { createModelPolicy, type ModelPolicyOptions } from './model-policy';

@@ -129,7 +129,7 @@ export async function runAgentLoop(options: LoopOptions): Promise<LoopResult> {
     const chosen = turn.candidates[turn.chosen];
     if (!chosen) throw new TbrlError('policy-bad-turn', `The ${options.policy.kind} policy chose candidate ${turn.chosen} of ${turn.candidates.length} at step ${step}.`, 'This is a bug in the policy; report it with the trajectory.');
     let text = chosen.text;
-    let parsed = parseAgentTurn(text);
+    let parsed = turn.parsed?.[turn.chosen] ?? parseAgentTurn(text);
     let human: StepRecord['human'];
 
     if (options.beforeExecute) {
@@ -138,7 +138,9 @@ export async function runAgentLoop(options: LoopOptions): Promise<LoopResult> {
       if (decision.action === 'replace' && decision.text !== text) {
         human = { action: 'edit', chosen: turn.chosen, editedFrom: text };
         text = decision.text;
-        parsed = parseAgentTurn(text);
+        // Picking another candidate reuses its parse; only a hand-edited text is parsed here.
+        const picked = turn.candidates.findIndex((c) => c.text === text);
+        parsed = (picked >= 0 ? turn.parsed?.[picked] : undefined) ?? parseAgentTurn(text);
       }
     }
 

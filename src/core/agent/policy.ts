@@ -1,4 +1,5 @@
 import type { ChatMessage } from '../model/types';
+import type { ParsedTurn } from '../actions/types';
 import type { CandidateRecord, PromptTokensRecord, VerifierDecisionRecord } from '../trajectory/schema';
 import type { Task } from '../tasks/model';
 
@@ -13,6 +14,12 @@ export interface PolicyContext {
 /** One turn proposed by a policy: N candidates and the one to execute. */
 export interface PolicyTurn {
   candidates: CandidateRecord[];
+  /**
+   * Each candidate's parse, index-aligned with `candidates`, when the policy parsed them (the model
+   * policy does, to know which parse and to let the verifier compare actions): the loop executes
+   * the chosen one's instead of parsing its text again. Not written to the trajectory.
+   */
+  parsed?: ParsedTurn[];
   chosen: number;
   decision?: VerifierDecisionRecord;
   usage: { promptTokens: number; completionTokens: number; latencyMs?: number };

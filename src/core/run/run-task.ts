@@ -7,7 +7,7 @@ import type { Policy } from '../agent/policy';
 import { runAgentLoop, type BeforeExecuteDecision, type LoopOptions, type LoopResult, type PendingTurn } from '../agent/loop';
 import { createOraclePolicy } from '../agent/oracle';
 import { loadSystemPrompt } from '../agent/prompt';
-import { createModelPolicy } from '../model/policy';
+import { createModelPolicy } from '../agent/model-policy';
 import type { VerifierConfig } from '../verifier/types';
 import { verifierConfigFrom } from '../verifier/config';
 import type { ImageSource, Sandbox, SandboxProvider } from '../sandbox/types';

@@ -1,5 +1,6 @@
 import type { CommandTrace, VerifierTrace } from '../trace/types';
 import type { TrialOutcome } from '../run/outcome';
+import type { VerifierMode } from '../verifier/modes';
 
 /**
  * trajectory.jsonl: a header line, one line per step (appended and flushed as each step ends,
@@ -60,7 +61,8 @@ export interface CandidateRecord {
 }
 
 export interface VerifierDecisionRecord {
-  mode: 'listwise' | 'pointwise' | 'pairwise' | 'decision-only' | 'none';
+  /** A registered mode (verifier/modes/), or `none` when no verifier call was made. */
+  mode: VerifierMode | 'none';
   chosen: number;
   scores: number[];
   margin?: number;

@@ -5,7 +5,7 @@ import type { ModelConfig } from '../model/types';
 import { TbrlError, errorMessage } from '../errors';
 import { renderPrompt } from './prompts';
 import { clip, label } from './render';
-import { parseRanking } from './answers';
+import { parseRanking } from './modes/listwise';
 
 /**
  * Trajectory-level combinations on top of the step-level verifier:

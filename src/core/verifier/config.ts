@@ -1,10 +1,11 @@
 import { TbrlError } from '../errors';
 import type { ModelConfig } from '../model/types';
-import { VERIFIER_MODES, type VerifierConfig, type VerifierMode } from './types';
+import { findVerifierMode, VERIFIER_MODES } from './modes';
+import type { VerifierConfig, VerifierMode } from './types';
 
 export function parseVerifierMode(value: string): VerifierMode {
-  const v = value.trim().toLowerCase().replace(/^decision$/, 'decision-only');
-  if ((VERIFIER_MODES as readonly string[]).includes(v)) return v as VerifierMode;
+  const mode = findVerifierMode(value);
+  if (mode) return mode;
   throw new TbrlError('verifier-config', `Unknown verifier mode "${value}".`, `Use one of ${VERIFIER_MODES.join(', ')} (e.g. --verifier pairwise).`);
 }
 

@@ -4,18 +4,18 @@ import { TbrlError } from '../errors';
 import type { ChatMessage } from '../model/types';
 
 export const VERIFIER_PROMPT_VERSION = 'v1';
-export type PromptKind = 'listwise' | 'pointwise' | 'pairwise' | 'decision' | 'trajectory';
 
 const SPLIT = /^===USER===$/m;
 const cache = new Map<string, { system: string; user: string }>();
 
 /**
- * Verifier prompts live in src/core/prompts/verifier-<kind>-<version>.md (copied to dist/prompts
+ * Verifier prompts live in src/core/prompts/verifier-<name>-<version>.md (copied to dist/prompts
  * by the build) so they can be read, diffed and versioned like data: a system part, a line
- * `===USER===`, and a user template with {{placeholders}}.
+ * `===USER===`, and a user template with {{placeholders}}. `name` is a registered mode's `prompt`
+ * (modes/), or `trajectory` for the attempt-level verifier (attempts.ts).
  */
-export function loadVerifierPrompt(kind: PromptKind, version = VERIFIER_PROMPT_VERSION): { system: string; user: string } {
-  const file = `verifier-${kind}-${version}.md`;
+export function loadVerifierPrompt(name: string, version = VERIFIER_PROMPT_VERSION): { system: string; user: string } {
+  const file = `verifier-${name}-${version}.md`;
   const hit = cache.get(file);
   if (hit) return hit;
   const candidates = [join(__dirname, '..', 'prompts', file), join(__dirname, 'prompts', file)];
@@ -33,8 +33,8 @@ export function loadVerifierPrompt(kind: PromptKind, version = VERIFIER_PROMPT_V
 }
 
 /** Single pass, so a candidate that happens to contain "{{b}}" is never substituted twice. */
-export function renderPrompt(kind: PromptKind, vars: Record<string, string>, version?: string): ChatMessage[] {
-  const p = loadVerifierPrompt(kind, version);
+export function renderPrompt(name: string, vars: Record<string, string>, version?: string): ChatMessage[] {
+  const p = loadVerifierPrompt(name, version);
   const user = p.user.replace(/\{\{(\w+)\}\}/g, (m, k: string) => (k in vars ? vars[k] : m));
   return [{ role: 'system', content: p.system }, { role: 'user', content: user }];
 }

@@ -1,8 +1,9 @@
 import type { ChatMessage, ModelConfig } from '../model/types';
+import type { VerifierMode } from './modes';
+import type { ParsedTurn } from '../actions/types';
 
-/** Most to least expensive: pairwise K(K-1)/2 calls, pointwise K, listwise 1 long, decision-only 1 token. */
-export type VerifierMode = 'listwise' | 'pointwise' | 'pairwise' | 'decision-only';
-export const VERIFIER_MODES: readonly VerifierMode[] = ['listwise', 'pointwise', 'pairwise', 'decision-only'];
+/** The modes are registered in modes/index.ts; the list and the type come from there. */
+export { VERIFIER_MODES, type VerifierMode } from './modes';
 
 export interface VerifierConfig {
   mode: VerifierMode;
@@ -11,8 +12,8 @@ export interface VerifierConfig {
   /**
    * Per-run budget of verifier tokens (prompt + completion, as the server reports them). Before
    * each step the cost of the configured mode is estimated; when it no longer fits in what is left
-   * the verifier steps down pairwise → listwise → decision-only → first parseable, and records
-   * `degradedFrom`.
+   * the verifier steps down to cheaper modes (by each mode's `costRank`: pairwise → listwise →
+   * decision-only) and then to the first parseable candidate, and records `degradedFrom`.
    */
   tokenBudget?: number;
   /** Parallel verifier calls (pairwise with N=8 is 28). */
@@ -31,8 +32,8 @@ export interface VerifierInput {
   messages: ChatMessage[];
   /** Raw candidate turns, reasoning included; the verifier strips `<think>` itself. */
   candidates: string[];
-  /** Whether each candidate parses; computed with the action parser when absent. */
-  parses?: boolean[];
+  /** Each candidate's parse (index-aligned), as the policy made it; parsed here when absent. */
+  parsed?: ParsedTurn[];
   /** Whether the previous turn failed; inferred from its observation when absent. */
   lastTurnFailed?: boolean;
   signal?: AbortSignal;

@@ -1,12 +1,13 @@
-import type { Policy, PolicyContext, PolicyTurn } from '../agent/policy';
+import type { Policy, PolicyContext, PolicyTurn } from './policy';
 import type { CandidateRecord } from '../trajectory/schema';
-import { ModelClient, type ModelClientOptions } from './client';
-import type { ModelConfig } from './types';
+import { ModelClient, type ModelClientOptions } from '../model/client';
+import type { ModelConfig } from '../model/types';
 import { MidHarnessVerifier } from '../verifier/verifier';
-import { candidateParses } from '../verifier/parses';
+import { turnParses } from '../verifier/parses';
 import type { VerifierConfig } from '../verifier/types';
 import { promptDelta } from '../trajectory/tokens';
-import { costUsd, type ModelPrice } from './pricing';
+import { costUsd, type ModelPrice } from '../model/pricing';
+import { parseAgentTurn } from './turn';
 
 export interface ModelPolicyOptions extends ModelClientOptions {
   /** Candidates sampled per step (default 1). */
@@ -40,19 +41,21 @@ export function createModelPolicy(config: ModelConfig, options: ModelPolicyOptio
     client,
     async next(ctx: PolicyContext): Promise<PolicyTurn> {
       const sample = await client.sample(ctx.messages, n, { signal: ctx.signal });
-      const candidates: CandidateRecord[] = sample.completions.map((c) => ({
+      // Each candidate is parsed here once; the verifier and the loop read these parses.
+      const parsed = sample.completions.map((c) => parseAgentTurn(c.text));
+      const candidates: CandidateRecord[] = sample.completions.map((c, i) => ({
         text: c.text,
         completionTokens: c.completionTokens,
         logprobSum: c.logprobSum,
         ...(c.tokenIds ? { tokenIds: c.tokenIds } : {}),
         ...(c.logprobs ? { logprobs: c.logprobs } : {}),
         ...(c.finishReason ? { finishReason: c.finishReason } : {}),
-        parses: candidateParses(c.text),
+        parses: turnParses(parsed[i]),
       }));
       const usage = { ...sample.usage, latencyMs: sample.latencyMs };
       const prompt = sample.promptTokenIds ? promptDelta(previousPrompt, sample.promptTokenIds) : undefined;
       previousPrompt = sample.promptTokenIds;
-      const base = { candidates, usage, elided: sample.elided, ...(prompt ? { prompt } : {}) };
+      const base = { candidates, parsed, usage, elided: sample.elided, ...(prompt ? { prompt } : {}) };
       const priced = (verifierOutputTokens: number) => (options.price ? { costUsd: costUsd(options.price, usage.promptTokens, usage.completionTokens + verifierOutputTokens) } : {});
       if (candidates.length === 1) return { ...base, chosen: 0, ...priced(0) };
       if (!verifier) {
@@ -67,7 +70,7 @@ export function createModelPolicy(config: ModelConfig, options: ModelPolicyOptio
         instruction: ctx.task.instruction,
         messages: ctx.messages,
         candidates: candidates.map((c) => c.text),
-        parses: candidates.map((c) => c.parses),
+        parsed,
         signal: ctx.signal,
       });
       return { ...base, chosen: decision.chosen, decision, ...priced(decision.outputTokens) };
