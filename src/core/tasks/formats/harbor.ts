@@ -1,3 +1,7 @@
+/**
+ * The Harbor task format (task.toml, instruction.md, environment/, tests/test.sh, solution/):
+ * reader, writer (with the rules for tasks converted from Terminal-Bench) and the adapter.
+ */
 import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';

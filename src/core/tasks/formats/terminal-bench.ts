@@ -1,3 +1,8 @@
+/**
+ * The Terminal-Bench 1.x task format (task.yaml, run-tests.sh, tests/, solution.sh|yaml, a Dockerfile
+ * or docker-compose.yaml at the root): reader, writer (with the rules for tasks converted from
+ * Harbor) and the adapter.
+ */
 import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Document, Scalar } from 'yaml';
