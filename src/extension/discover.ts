@@ -1,11 +1,12 @@
 import { open, readdir, readFile, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
+import { formatOfListing, type WritableFormat } from '../core/tasks/formats';
 
 /**
  * Finding tasks and runs in a workspace without loading them: the Tasks and Runs views list many
  * entries and must stay fast, so a run is summarised from its header and last line only.
  */
-export interface TaskEntry { dir: string; format: 'terminal-bench' | 'harbor'; name: string }
+export interface TaskEntry { dir: string; format: WritableFormat; name: string }
 
 export interface RunEntry {
   trajectory: string;
@@ -34,7 +35,7 @@ export async function findTasks(root: string, maxDepth = 4): Promise<TaskEntry[]
       return;
     }
     const names = new Set(entries.map((e) => e.name));
-    const format = names.has('task.toml') ? 'harbor' : names.has('task.yaml') ? 'terminal-bench' : undefined;
+    const format = formatOfListing(names);
     if (format) {
       out.push({ dir, format, name: relative(root, dir) || dir });
       return;

@@ -106,6 +106,9 @@ def check_advantage_export(export: dict, algorithm: str) -> AdvantageCheck:
     the step scores, token counts and group rewards, and reports the largest disagreement."""
     if export.get("schema") != "tbrl.advantages/1":
         raise ValueError(f"advantages.json has schema {export.get('schema')!r}, expected 'tbrl.advantages/1'")
+    from .algorithms import estimator
+
+    factors_of = estimator(algorithm).step_factors
     normalize = bool(export.get("normalizeStd", True))
     out = AdvantageCheck(groups=len(export.get("groups", [])))
     by_group: dict[str, list[dict]] = {}
@@ -116,10 +119,7 @@ def check_advantage_export(export: dict, algorithm: str) -> AdvantageCheck:
         for m, a in zip(members, adv):
             scores = [s["score"] for s in m["steps"]]
             tokens = [s["tokens"] for s in m["steps"]]
-            if algorithm == "depgpo":
-                sf = step_factors(scores, tokens)
-            else:
-                sf = StepFactors([1.0] * len(scores), 1.0)
+            sf = factors_of(scores, tokens)
             expected = step_advantages(sf.factors, sf.z, a)
             diffs = [abs(a - m["groupAdvantage"])]
             diffs += [abs(e - s["advantage"]) for e, s in zip(expected, m["steps"])]
@@ -160,7 +160,8 @@ VERL_ESTIMATOR_NAME = "depgpo"
 
 
 def register_with_verl() -> Optional[str]:
-    """Registers ``depgpo`` with verl's advantage-estimator registry. Returns why not when verl is absent.
+    """Registers every estimator of algorithms.json with verl's advantage-estimator registry
+    (``depgpo``: compute_depgpo_outcome_advantage). Returns why not when verl is absent.
 
     verl's ``compute_advantage`` calls a registered estimator with token_level_rewards, response_mask,
     index and config only; ``verl_glue.install_in_verl`` wraps it so the per-token f_t / Z
@@ -168,18 +169,9 @@ def register_with_verl() -> Optional[str]:
     Without them every factor is 1 and the estimator is exactly GRPO (sample std, no epsilon).
     Registering twice is a no-op (verl refuses a different function under the same name).
     """
-    try:
-        import torch  # noqa: F401
-        from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est  # type: ignore
-    except Exception as err:  # ImportError, or a broken CUDA install
-        return f"verl is not importable ({type(err).__name__}: {err})"
-    if VERL_ESTIMATOR_NAME in ADV_ESTIMATOR_REGISTRY:
-        return None
-    try:
-        register_adv_est(VERL_ESTIMATOR_NAME)(compute_depgpo_outcome_advantage)
-    except Exception as err:
-        return f"verl refused the registration: {err}"
-    return None
+    from .algorithms import register_all_with_verl
+
+    return register_all_with_verl()
 
 
 def compute_depgpo_outcome_advantage(token_level_rewards, response_mask, index=None, config=None, depgpo_token_factors=None, norm_adv_by_std_in_grpo=None, **kwargs):

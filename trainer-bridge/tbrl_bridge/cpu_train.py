@@ -119,6 +119,7 @@ def advantages_for(episodes: list[Episode], groups: list[int], algorithm: str):
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 
     from .advantage import register_with_verl
+    from .algorithms import uses_step_factors
 
     why = register_with_verl()
     if why:
@@ -133,7 +134,7 @@ def advantages_for(episodes: list[Episode], groups: list[int], algorithm: str):
             rewards[i, n - 1] = e.reward
         if not e.masked:
             mask[i, :n] = torch.tensor(e.response_mask, dtype=torch.float32)
-        factors.append((e.token_factors + [1.0] * width)[:width] if algorithm == "depgpo" else [1.0] * width)
+        factors.append((e.token_factors + [1.0] * width)[:width] if uses_step_factors(algorithm) else [1.0] * width)
     adv, _ = get_adv_estimator_fn("depgpo")(token_level_rewards=rewards, response_mask=mask, index=groups, config=None, depgpo_token_factors=factors)
     return adv, mask
 

@@ -1,4 +1,4 @@
-"""Ray job entrypoint: ``python -m tbrl_bridge.entrypoint --preset P --algorithm grpo|depgpo``.
+"""Ray job entrypoint: ``python -m tbrl_bridge.entrypoint --preset P --algorithm A`` (A: an entry of algorithms.json).
 
 Runs in the job's working directory (the unpacked bundle). Secrets are never in the job: they are
 read from the node's environment, or from the file named by TBRL_SECRETS_FILE on the node.
@@ -18,6 +18,7 @@ from typing import Optional
 
 from . import __version__
 from .advantage import check_advantage_export, register_with_verl
+from .algorithms import algorithm_names, default_algorithm
 from .bundle import BundleError, convert_dataset, load_bundle
 from .envclient import EnvServerClient, EnvServerError, find_tbrl_command
 from .metrics import MetricsWriter
@@ -128,7 +129,7 @@ def dryrun(root: Path, algorithm: str, metrics: MetricsWriter, hold_sec: float) 
         metrics.event("trajectory-credit", index=i, path=t.path, steps=t.steps, factor_spread=t.spread, fallback=t.fallback)
 
     why_not_verl = register_with_verl()
-    log("depgpo estimator registered with verl" if why_not_verl is None else f"verl registration skipped: {why_not_verl} (plain-Python estimator in use)")
+    log(f"estimators registered with verl ({', '.join(algorithm_names())})" if why_not_verl is None else f"verl registration skipped: {why_not_verl} (plain-Python estimator in use)")
 
     if bundle.tasks:
         env_episode(root, bundle.tasks[0]["dir"], metrics)
@@ -237,7 +238,7 @@ def train(root: Path, preset_name: str, preset: dict, algorithm: str, extra: lis
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="tbrl_bridge.entrypoint")
     ap.add_argument("--preset", required=True)
-    ap.add_argument("--algorithm", choices=["grpo", "depgpo"], default="grpo")
+    ap.add_argument("--algorithm", choices=algorithm_names(), default=default_algorithm())
     ap.add_argument("--bundle", default=".", help="the unpacked bundle (Ray's working_dir is the cwd)")
     args = ap.parse_args(argv)
     root = Path(args.bundle).resolve()

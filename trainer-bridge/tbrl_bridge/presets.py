@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .algorithms import algorithm_names, algorithm_spec, default_algorithm
+
 PRESETS_FILE = Path(__file__).with_name("presets.json")
 
 
@@ -18,7 +20,8 @@ def hydra_overrides(preset: dict, data_dir: str, algorithm: str, agent_loop_conf
     parameters follow Terminal-Bench-RL's launch presets."""
     seq = int(preset["maxSequenceLength"])
     prompt = int(preset["maxPromptLength"])
-    adv = "depgpo" if algorithm == "depgpo" else "grpo"
+    # algorithms.json names each algorithm's verl estimator (the bridge registers those verl lacks).
+    adv = algorithm_spec(algorithm if algorithm in algorithm_names() else default_algorithm())["verlEstimator"]
     out = [
         f"algorithm.adv_estimator={adv}",
         "algorithm.norm_adv_by_std_in_grpo=True",

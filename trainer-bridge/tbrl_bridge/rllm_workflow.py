@@ -92,8 +92,9 @@ if WORKFLOW_IMPORT_ERROR is None:
     import os
 
     from .advantage import register_with_verl
+    from .algorithms import uses_step_factors
     from .rllm_advantage import install_in_rllm
 
     register_with_verl()
-    if os.environ.get("TBRL_ALGORITHM") == "depgpo":
+    if uses_step_factors(os.environ.get("TBRL_ALGORITHM")):
         install_in_rllm()

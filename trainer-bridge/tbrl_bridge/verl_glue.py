@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .advantage import VERL_ESTIMATOR_NAME, register_with_verl
+from .advantage import register_with_verl
+from .algorithms import factor_estimators
 
 FACTORS_KEY = "depgpo_token_factors"
 
@@ -39,13 +40,14 @@ def token_factors_of(data) -> Optional[list]:
 def compute_advantage_depgpo(data, adv_estimator, *args, _verl_compute_advantage=None, **kwargs):
     from verl.trainer.ppo import core_algos  # type: ignore
 
-    if _name(adv_estimator) != VERL_ESTIMATOR_NAME:
+    name = _name(adv_estimator)
+    if name not in factor_estimators():
         return _verl_compute_advantage(data, adv_estimator, *args, **kwargs)
     if "response_mask" not in data.batch.keys():
         from verl.trainer.ppo.ray_trainer import compute_response_mask  # type: ignore
 
         data.batch["response_mask"] = compute_response_mask(data)
-    fn = core_algos.get_adv_estimator_fn(VERL_ESTIMATOR_NAME)
+    fn = core_algos.get_adv_estimator_fn(name)
     index = data.non_tensor_batch.get("uid")
     advantages, returns = fn(
         token_level_rewards=data.batch["token_level_rewards"],

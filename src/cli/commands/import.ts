@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import type { CliCommand } from '../command';
 import { UsageError } from '../command';
+import { FORMAT_FLAGS, formatFromFlag, formatFlagsSentence, requireTaskFormat } from '../../core/tasks/formats';
 import { importTbrlCsv, type ImportRowReport } from '../../core/tasks/import-csv';
 import { convertTask } from '../../core/tasks/convert';
 
@@ -16,7 +17,7 @@ export const importCommand: CliCommand = {
   summary: 'Import tasks: the Terminal-Bench-RL dataset CSV, or one task converted to Terminal-Bench or Harbor',
   usage: [
     'import tbrl-csv <file.csv> <out-dir> [--json report.json] [--verbose]',
-    'import task <task-dir> <out-dir> --format tb|harbor',
+    `import task <task-dir> <out-dir> --format ${FORMAT_FLAGS.join('|')}`,
     '',
     'tbrl-csv: each row becomes a Terminal-Bench task directory <out-dir>/<task_id>. A per-row report',
     'says what was written, what failed and why. Existing task directories are left untouched.',
@@ -33,10 +34,10 @@ export const importCommand: CliCommand = {
     if (!source || !SOURCES.includes(source)) throw new UsageError(`the first argument names the source: ${SOURCES.join(', ')}.`);
     if (source === 'task') {
       if (!file || !out || positionals.length !== 3) throw new UsageError('give the task directory and the output directory, e.g. `tbrl import task tasks/a out/a --format harbor`.');
-      const format = values.format === 'tb' || values.format === 'terminal-bench' ? 'terminal-bench' : values.format === 'harbor' ? 'harbor' : undefined;
-      if (!format) throw new UsageError('--format must be tb or harbor (the format to write).');
+      const format = formatFromFlag(values.format);
+      if (!format) throw new UsageError(`--format must be ${formatFlagsSentence()} (the format to write).`);
       const result = await convertTask(file, out, format);
-      console.log(`Wrote ${format === 'harbor' ? 'a Harbor' : 'a Terminal-Bench'} task to ${result.dir}`);
+      console.log(`Wrote a ${requireTaskFormat(format).label} task to ${result.dir}`);
       for (const w of result.warnings) console.log(`  note: ${w}`);
       return 0;
     }

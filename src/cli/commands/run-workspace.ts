@@ -2,6 +2,7 @@ import { allowListFrom } from '../../core/tasks/confine';
 import { readFileSync } from 'node:fs';
 import type { CliCommand } from '../command';
 import { UsageError } from '../command';
+import { FORMAT_FLAGS, formatFromFlag, formatFlagsSentence } from '../../core/tasks/formats';
 import { runWorkspace } from '../../core/run/run-workspace';
 import { ScriptedPolicy } from '../../core/agent/scripted';
 import { saveWorkspaceRunAsTask } from '../../core/run/save-task';
@@ -106,7 +107,7 @@ export const saveTaskCommand: CliCommand = {
   name: 'save-task',
   summary: 'Turn a workspace run into a task directory (instruction, Dockerfile, tests, reference solution)',
   usage: [
-    'save-task <run-dir> <task-dir> [--format tb|harbor]',
+    `save-task <run-dir> <task-dir> [--format ${FORMAT_FLAGS.join('|')}]`,
     '',
     "The devcontainer's image with the workspace copied in becomes the task environment, the run's",
     'final state the reference solution, and the verify command a weighted pytest test (a failing TODO',
@@ -115,8 +116,8 @@ export const saveTaskCommand: CliCommand = {
   options: { format: { type: 'string', default: 'tb' } },
   async run({ positionals, values }) {
     if (positionals.length !== 2) throw new UsageError('give a run directory and a new task directory, e.g. `tbrl save-task runs/myproj-20260101-120000 tasks/fix-bug`.');
-    const format = values.format === 'tb' || values.format === 'terminal-bench' ? 'terminal-bench' : values.format === 'harbor' ? 'harbor' : undefined;
-    if (!format) throw new UsageError(`--format must be tb or harbor, not "${String(values.format)}".`);
+    const format = formatFromFlag(values.format);
+    if (!format) throw new UsageError(`--format must be ${formatFlagsSentence()}, not "${String(values.format)}".`);
     const r = await saveWorkspaceRunAsTask(positionals[0], positionals[1], format);
     for (const w of r.warnings) console.error(`  ! ${w}`);
     console.log(`Saved ${format} task in ${r.dir}\nNext: tbrl validate ${positionals[1]}`);

@@ -1,5 +1,6 @@
 import type { CliCommand } from '../command';
 import { UsageError } from '../command';
+import { FORMAT_FLAGS, formatFromFlag, formatFlagsSentence } from '../../core/tasks/formats';
 import { DOMAINS } from '../../core/synth/domains';
 import { synthesizeBatch } from '../../core/synth/batch';
 import { SCALE_TIERS, type ScaleTier } from '../../core/synth/types';
@@ -10,7 +11,7 @@ export const synthCommand: CliCommand = {
   name: 'synth',
   summary: 'Synthesise Tev tasks (latent world, faults, progress contract) that pass every generation gate',
   usage: [
-    'synth --domain D[,D2...|all] --tier T --seed S [--count K] [--format harbor|tb] [--fault-count N] [--dry-run] <out>',
+    `synth --domain D[,D2...|all] --tier T --seed S [--count K] [--format ${FORMAT_FLAGS.join('|')}] [--fault-count N] [--dry-run] <out>`,
     'synth decontam CORPUS --against TASKS [--json]   (see `tbrl synth decontam --help`)',
     '',
     `Domains: ${Object.keys(DOMAINS).join(', ')} (a comma list or "all" mixes them: task k uses the k-th, cyclically). Tiers: ${SCALE_TIERS.join(', ')}.`,
@@ -47,8 +48,8 @@ export const synthCommand: CliCommand = {
     const seed = integer('seed', values.seed, 0, 0xffffffff);
     const count = integer('count', values.count, 1, 1000);
     const faultCount = values['fault-count'] === undefined ? undefined : integer('fault-count', values['fault-count'], 0, 7);
-    const format = values.format === 'tb' || values.format === 'terminal-bench' ? 'terminal-bench' : values.format === 'harbor' ? 'harbor' : undefined;
-    if (!format) throw new UsageError(`--format must be tb or harbor, not "${String(values.format)}".`);
+    const format = formatFromFlag(values.format);
+    if (!format) throw new UsageError(`--format must be ${formatFlagsSentence()}, not "${String(values.format)}".`);
     const { entries, reportPath, coverage } = await synthesizeBatch(positionals[0], {
       domain,
       domains,

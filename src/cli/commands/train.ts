@@ -6,8 +6,8 @@ import type { ClusterOptions } from '../../core/trainer/connection';
 import { RayJobsClient, TERMINAL_STATUSES } from '../../core/trainer/jobs';
 import type { JobDetails } from '../../core/trainer/jobs';
 import { submitTraining } from '../../core/trainer/submit';
-import { ALGORITHMS, buildBundle } from '../../core/trainer/bundle';
-import type { Algorithm } from '../../core/trainer/bundle';
+import { buildBundle } from '../../core/trainer/bundle';
+import { algorithmChoices, algorithmNames, defaultAlgorithm, isAlgorithm } from '../../core/trainer/estimators';
 import { MetricsParser } from '../../core/trainer/metrics';
 import { getPreset, loadPresets } from '../../core/trainer/presets';
 import { secretValuesFromEnv } from '../../core/trainer/secrets';
@@ -64,6 +64,15 @@ function noStrays(positionals: string[]): void {
   }
 }
 
+/** `--algorithm` values for usage text; the command itself reports an unreadable algorithms.json. */
+const ALGORITHM_FLAG = (() => {
+  try {
+    return algorithmNames().join('|');
+  } catch {
+    return 'NAME';
+  }
+})();
+
 function one(positionals: string[], usage: string): string {
   if (positionals.length !== 1) throw new UsageError(`expected one job id (${usage})`);
   return positionals[0];
@@ -72,7 +81,7 @@ function one(positionals: string[], usage: string): string {
 export const trainSubmitCommand: CliCommand = {
   name: 'train submit',
   summary: 'Bundle tasks + trajectories and start a training job on a Ray cluster (Jobs API); a retry never starts a second run',
-  usage: 'train submit --cluster URL --preset dryrun|test_8b_2_gpus|... [--tasks dir,...] [--trajectories run-dir,...] [--algorithm grpo|depgpo] [--override key=value]... [--env NAME=value]... [--tag T] [--follow] [--json]   (token: TBRL_RAY_TOKEN or --token-file)',
+  usage: `train submit --cluster URL --preset dryrun|test_8b_2_gpus|... [--tasks dir,...] [--trajectories run-dir,...] [--algorithm ${ALGORITHM_FLAG}] [--override key=value]... [--env NAME=value]... [--tag T] [--follow] [--json]   (token: TBRL_RAY_TOKEN or --token-file)`,
   options: {
     ...clusterOptions,
     preset: { type: 'string' },
@@ -90,8 +99,8 @@ export const trainSubmitCommand: CliCommand = {
     noStrays(positionals);
     const preset = values.preset as string | undefined;
     if (!preset) throw new UsageError(`--preset is required: one of ${Object.keys(loadPresets()).join(', ')}`);
-    const algorithm = ((values.algorithm as string | undefined) ?? 'grpo') as Algorithm;
-    if (!ALGORITHMS.includes(algorithm)) throw new UsageError(`--algorithm must be grpo or depgpo, not "${algorithm}"`);
+    const algorithm = (values.algorithm as string | undefined) ?? defaultAlgorithm();
+    if (!isAlgorithm(algorithm)) throw new UsageError(`--algorithm must be ${algorithmChoices()}, not "${algorithm}"`);
     const env: Record<string, string> = {};
     for (const e of list(values, 'env')) {
       const i = e.indexOf('=');
@@ -243,7 +252,7 @@ export const trainListCommand: CliCommand = {
 export const trainBundleCommand: CliCommand = {
   name: 'train bundle',
   summary: 'Build the job bundle without a cluster: the exact zip `train submit` would upload, to inspect or to run the entrypoint by hand',
-  usage: 'train bundle --preset P -o bundle.zip [--tasks dir,...] [--trajectories run-dir,...] [--algorithm grpo|depgpo] [--override key=value]...',
+  usage: `train bundle --preset P -o bundle.zip [--tasks dir,...] [--trajectories run-dir,...] [--algorithm ${ALGORITHM_FLAG}] [--override key=value]...`,
   options: {
     preset: { type: 'string' },
     tasks: { type: 'string', multiple: true },
@@ -257,8 +266,8 @@ export const trainBundleCommand: CliCommand = {
     const preset = values.preset as string | undefined;
     if (!preset) throw new UsageError(`--preset is required: one of ${Object.keys(loadPresets()).join(', ')}`);
     getPreset(preset);
-    const algorithm = ((values.algorithm as string | undefined) ?? 'grpo') as Algorithm;
-    if (!ALGORITHMS.includes(algorithm)) throw new UsageError(`--algorithm must be grpo or depgpo, not "${algorithm}"`);
+    const algorithm = (values.algorithm as string | undefined) ?? defaultAlgorithm();
+    if (!isAlgorithm(algorithm)) throw new UsageError(`--algorithm must be ${algorithmChoices()}, not "${algorithm}"`);
     if (typeof values.out !== 'string') throw new UsageError('-o <file.zip> is required');
     const b = await buildBundle({
       preset,

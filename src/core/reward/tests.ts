@@ -8,7 +8,7 @@ import type { TestOutcome } from '../trajectory/schema';
 import { toVerifierTrace } from '../trace/traced-sandbox';
 import { tarOf } from './archive';
 import { parsePytestOutput, taskRelativeNodeId } from './pytest-summary';
-import { tb1HarnessScriptsFor } from './tb1-harness';
+import { taskFormat } from '../tasks/formats';
 import { scoreTests } from './weights';
 
 /**
@@ -125,10 +125,11 @@ async function installTests(task: Task, sandbox: Sandbox, testDir: string, layer
     else return { kind: 'task-error', message: `Task ${task.id} has no ${task.tests.runner}. Fix: add run-tests.sh that runs pytest with -rA on $TEST_DIR.`, logTail: '' };
   }
   const testsDirExists = await exists(task.tests.dir);
-  if (task.format === 'terminal-bench' && extra.length) {
+  const harness = taskFormat(task.format)?.verifierScripts;
+  if (harness && extra.length) {
     const runner = extra[0].content.toString();
     const shipped = new Set(testsDirExists ? await readdir(task.tests.dir) : []);
-    extra.push(...tb1HarnessScriptsFor(runner, (name) => shipped.has(name)));
+    extra.push(...harness(runner, (name) => shipped.has(name)));
   }
   const discarded: string[] = [];
   try {

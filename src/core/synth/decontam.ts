@@ -2,6 +2,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TbrlError, errorMessage } from '../errors';
 import { loadTask } from '../tasks/load';
+import { formatOfListing } from '../tasks/formats';
 
 /**
  * Decontamination of a synthesised corpus against a benchmark, as the Tev paper reports it:
@@ -132,7 +133,7 @@ export async function loadPrompts(root: string): Promise<{ docs: PromptDoc[]; pr
       if (depth === 0) throw new TbrlError('DECONTAM_NO_DIR', `cannot read ${dir}: ${errorMessage(err)}`, 'pass a directory that holds task directories (task.yaml or task.toml).');
       return;
     }
-    if (entries.some((e) => e.name === 'task.yaml' || e.name === 'task.toml')) {
+    if (formatOfListing(new Set(entries.map((e) => e.name))) !== undefined) {
       try {
         const t = await loadTask(dir);
         docs.push({ id: t.id, text: t.instruction });

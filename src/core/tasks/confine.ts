@@ -5,6 +5,7 @@ import { TbrlError } from '../errors';
 import type { Task } from './model';
 import { isPlainObject } from './fields';
 import { weightsCandidates } from './weights';
+import { DEFAULT_TASK_FORMAT, requireTaskFormat, taskFormat } from './formats';
 
 /**
  * Task confinement: every path a task names (compose build contexts, Dockerfiles, env files and
@@ -203,32 +204,33 @@ export async function confineTask(task: Task, options: ConfineOptions = {}): Pro
   const self = (file: string, key: string): PathOrigin => ({ file: join(dir, file), key });
   // The compose file first: its errors name the compose key, not the path the loader derived from it.
   const allowed: string[] = [];
-  if (task.format === 'terminal-bench' || task.format === 'harbor') {
-    // Harbor keeps its compose file in environment/; tbrl builds only the Dockerfile, but the keys are refused alike.
-    const findings = await inspectCompose(dir, join(dir, task.format === 'harbor' ? 'environment' : '', 'docker-compose.yaml'));
+  const format = taskFormat(task.format);
+  if (format) {
+    const findings = await inspectCompose(dir, join(dir, format.confine.composeFile));
     const refused = findings.filter((f) => !isAllowed(f, options.allowPrivileges ?? []));
     if (refused.length) throw privilegeError(refused, ALLOW_HINT);
     allowed.push(...findings.map((f) => f.key));
   }
 
-  const fmt = task.format === 'harbor' ? 'task.toml' : 'task.yaml';
-  await confinedPath(dir, dir, self(fmt, 'the task directory'));
-  await confinedPath(dir, join(dir, fmt), self(fmt, 'the task file'));
-  if (task.format === 'harbor') await confinedPath(dir, join(dir, 'instruction.md'), self('instruction.md', 'the instruction file'));
+  // A task without files of its own (a devcontainer workspace) is checked with the default layout.
+  const layout = format ?? requireTaskFormat(DEFAULT_TASK_FORMAT);
+  await confinedPath(dir, dir, self(layout.taskFile, 'the task directory'));
+  await confinedPath(dir, join(dir, layout.taskFile), self(layout.taskFile, 'the task file'));
+  for (const file of layout.confine.files) await confinedPath(dir, join(dir, file.path), self(file.path, file.key));
   if ('context' in task.environment) {
-    const origin = self(task.format === 'harbor' ? 'environment' : 'docker-compose.yaml', 'build context');
+    const origin = self(layout.confine.contextOrigin, 'build context');
     const context = await confinedPath(dir, task.environment.context, origin);
     await confinedPath(dir, task.environment.dockerfile, { ...origin, key: 'dockerfile' }, context);
     await confineTree(dir, task.environment.context, origin);
   }
-  await confinedPath(dir, task.tests.runner, self(task.format === 'harbor' ? 'tests/test.sh' : 'run-tests.sh', 'the test runner'));
+  await confinedPath(dir, task.tests.runner, self(layout.confine.runnerOrigin, 'the test runner'));
   await confinedPath(dir, task.tests.dir, self('tests', 'the tests directory'));
   await confineTree(dir, task.tests.dir, self('tests', 'the tests directory'));
   for (const weights of weightsCandidates(dir, task.tests.dir)) await confinedPath(dir, weights, { file: weights, key: 'test weights' });
   if (task.solution?.kind === 'script') {
     await confinedPath(dir, task.solution.path, { file: task.solution.path, key: 'the reference solution' });
   }
-  if (task.format === 'harbor') await confineTree(dir, join(dir, 'solution'), self('solution', 'the solution directory'));
+  for (const tree of layout.confine.trees) await confineTree(dir, join(dir, tree.path), self(tree.path, tree.key));
   await confinedPath(dir, join(dir, 'solution.yaml'), self('solution.yaml', 'the reference solution'));
   return allowed;
 }

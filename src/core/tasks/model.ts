@@ -1,10 +1,11 @@
 import type { HarborRuntime } from './harbor-runtime';
+import type { WritableFormat } from './formats';
 /**
- * The task model shared by both on-disk formats (Terminal-Bench 1.x and Harbor) and by
+ * The task model shared by the on-disk formats (formats/: Terminal-Bench 1.x, Harbor) and by
  * devcontainer workspaces. Loaders fill it; writers serialise it; fields a format has that this
  * model does not name are kept in `extra` so a round trip loses nothing.
  */
-export type TaskFormat = 'terminal-bench' | 'harbor' | 'devcontainer';
+export type TaskFormat = WritableFormat | 'devcontainer';
 
 export interface Task {
   id: string;

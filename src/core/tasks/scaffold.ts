@@ -2,8 +2,8 @@ import { chmod, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { TbrlError } from '../errors';
 import type { Task } from './model';
-import { renderTaskToml, renderTaskYaml, weightedRewardTestSh, type WritableFormat } from './write';
-import { serializeTestWeights, WEIGHTS_FILE } from './weights';
+import { DEFAULT_TASK_FORMAT, requireTaskFormat, type WritableFormat } from './formats';
+import { serializeTestWeights } from './weights';
 
 /** Terminal-Bench's Python base; offline, the sandbox substitutes its stand-in (python3 + pytest). */
 export const SCAFFOLD_BASE_IMAGE = 'ghcr.io/laude-institute/t-bench/python-3-13:20250620';
@@ -46,29 +46,9 @@ const DOCKERFILE = `FROM ${SCAFFOLD_BASE_IMAGE}
 WORKDIR /app
 `;
 
-/** Terminal-Bench 1.x's standard docker-compose.yaml for a single client container. */
-export const TB_COMPOSE = `services:
-  client:
-    build:
-      dockerfile: Dockerfile
-    image: \${T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME}
-    container_name: \${T_BENCH_TASK_DOCKER_CLIENT_CONTAINER_NAME}
-    command: [ "sh", "-c", "sleep infinity" ]
-    environment:
-      - TEST_DIR=\${T_BENCH_TEST_DIR}
-    volumes:
-      - \${T_BENCH_TASK_LOGS_PATH}:\${T_BENCH_CONTAINER_LOGS_PATH}
-      - \${T_BENCH_TASK_AGENT_LOGS_PATH}:\${T_BENCH_CONTAINER_AGENT_LOGS_PATH}
-`;
+export { TB_COMPOSE } from './formats/terminal-bench';
 
 const PYTEST = 'python3 -m pytest -p no:cacheprovider -rA "$TEST_DIR/test_outputs.py"';
-
-const RUN_TESTS = `#!/bin/bash
-# The verifier copies tests/ to $TEST_DIR; the base image has pytest, so nothing is installed.
-export TEST_DIR="\${TEST_DIR:-/tests}"
-cd /app
-${PYTEST}
-`;
 
 export interface ScaffoldOptions {
   format?: WritableFormat;
@@ -87,7 +67,8 @@ export async function scaffoldTask(dir: string, options: ScaffoldOptions = {}): 
   if (existing.length > 0) {
     throw new TbrlError('TASK_WRITE_NOT_EMPTY', `${abs}: directory is not empty`, 'Choose a new directory for the task; tbrl new-task never overwrites files.');
   }
-  const format = options.format ?? 'terminal-bench';
+  const format = options.format ?? DEFAULT_TASK_FORMAT;
+  const adapter = requireTaskFormat(format);
   const id = basename(abs);
   const task: Task = {
     id,
@@ -104,28 +85,9 @@ export async function scaffoldTask(dir: string, options: ScaffoldOptions = {}): 
     allowInternet: true,
     tests: { runner: join(abs, 'run-tests.sh'), dir: join(abs, 'tests'), kind: 'pytest-summary' },
     testWeights: WEIGHTS,
-    extra: { metadata: format === 'terminal-bench' ? { parser_name: 'pytest', run_tests_in_same_shell: false } : {} },
+    extra: { metadata: { ...adapter.scaffold.metadata } },
   };
-  const files: Record<string, string> =
-    format === 'terminal-bench'
-      ? {
-          'task.yaml': renderTaskYaml(task),
-          Dockerfile: DOCKERFILE,
-          'docker-compose.yaml': TB_COMPOSE,
-          'run-tests.sh': RUN_TESTS,
-          'tests/test_outputs.py': TESTS,
-          [WEIGHTS_FILE]: serializeTestWeights(WEIGHTS),
-          'solution.sh': SOLUTION,
-        }
-      : {
-          'task.toml': renderTaskToml(task),
-          'instruction.md': `${task.instruction}\n`,
-          'environment/Dockerfile': DOCKERFILE,
-          'tests/test.sh': weightedRewardTestSh(`(cd /app && ${PYTEST})`, 'Runs the pytest file and writes the weighted score of test_weights.json to /logs/verifier/reward.txt.'),
-          'tests/test_outputs.py': TESTS,
-          [`tests/${WEIGHTS_FILE}`]: serializeTestWeights(WEIGHTS),
-          'solution/solve.sh': SOLUTION,
-        };
+  const files = adapter.scaffold.files(task, { dockerfile: DOCKERFILE, tests: TESTS, weights: serializeTestWeights(WEIGHTS), solution: SOLUTION, pytest: PYTEST });
   for (const [path, content] of Object.entries(files)) {
     const target = join(abs, path);
     await mkdir(join(target, '..'), { recursive: true });

@@ -4,6 +4,7 @@ import type { Task } from './model';
 import { parse as parseYaml } from 'yaml';
 import { nameForms } from '../reward/weights';
 import { checkHarbor, type HarborStaticInput } from './static-checks-harbor';
+import { taskFormat } from './formats';
 
 /** One problem a static check found. Errors make a task invalid; warnings are worth a look. */
 export interface Finding {
@@ -210,7 +211,8 @@ export async function collectStaticInput(task: Task): Promise<StaticInput> {
   );
   const dockerfile = 'context' in task.environment ? await text(join(task.environment.context, task.environment.dockerfile), task.dir) : undefined;
   const solutionNames = task.solution?.kind === 'script' ? [basename(task.solution.path)] : task.solution ? ['solution.yaml'] : [];
-  const compose = task.format === 'terminal-bench' ? await text(join(task.dir, 'docker-compose.yaml'), task.dir) : undefined;
+  const composeFile = taskFormat(task.format)?.staticCompose;
+  const compose = composeFile !== undefined ? await text(join(task.dir, composeFile), task.dir) : undefined;
   return {
     agentTimeoutSec: task.agentTimeoutSec,
     testTimeoutSec: task.testTimeoutSec,

@@ -14,12 +14,12 @@ import { packageRoot } from '../sandbox/package-root';
 import { VERSION } from '../version';
 import { buildZip } from './zip';
 import { getPreset } from './presets';
+import { algorithmNames, estimatorFor, isAlgorithm, type Algorithm } from './estimators';
 import type { ZipEntry } from './zip';
 import { isSecretName, refuseSecrets, scanText, secretNamedKeys } from './secrets';
 import type { SecretFinding } from './secrets';
 
-export type Algorithm = 'grpo' | 'depgpo';
-export const ALGORITHMS: readonly Algorithm[] = ['grpo', 'depgpo'];
+export type { Algorithm } from './estimators';
 export const BUNDLE_SCHEMA = 'tbrl.bundle/1';
 /** What the dataset rows say they come from (verl routes rewards by data_source). */
 export const DATA_SOURCE = 'tbrl';
@@ -82,8 +82,9 @@ export function validateOverrides(overrides: string[]): void {
 }
 
 export async function buildBundle(options: BundleOptions): Promise<Bundle> {
-  if (!ALGORITHMS.includes(options.algorithm)) {
-    throw new TbrlError('bundle-algorithm', `Unknown algorithm "${String(options.algorithm)}".`, 'Use --algorithm grpo or --algorithm depgpo.');
+  // The package's own algorithms.json: its estimators are the TypeScript ones compiled in here.
+  if (!isAlgorithm(options.algorithm)) {
+    throw new TbrlError('bundle-algorithm', `Unknown algorithm "${String(options.algorithm)}".`, `Use ${algorithmNames().map((a) => `--algorithm ${a}`).join(' or ')}.`);
   }
   const overrides = options.overrides ?? [];
   validateOverrides(overrides);
@@ -126,14 +127,14 @@ export async function buildBundle(options: BundleOptions): Promise<Bundle> {
   const rows = tasks.map((task, index) => datasetRow(task, index, prompt.text));
   entries.push({ path: 'data/train.jsonl', data: Buffer.from(rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : ''), 'utf8') });
 
-  // Trajectories and their per-step advantages (GRPO: f_t = 1 for every step).
+  // Trajectories and their per-step advantages, as the chosen estimator assigns them (estimators/).
   const trajectories: Trajectory[] = [];
   for (const p of options.trajectories) {
     const file = p.endsWith('.jsonl') ? p : join(p, 'trajectory.jsonl');
     trajectories.push(await readTrajectory(file));
   }
   const credit = creditForGroup(trajectories, { groupBy: 'task' });
-  const advantages = options.algorithm === 'depgpo' ? credit : asGrpo(credit);
+  const advantages = estimatorFor(options.algorithm).advantages(credit);
   const manifestTrajectories: Manifest['trajectories'] = [];
   trajectories.forEach((t, i) => {
     const file = `trajectories/${String(i).padStart(3, '0')}-${safe(t.header.runId)}.jsonl`;
@@ -191,16 +192,6 @@ export function datasetRow(task: Task, index: number, systemPrompt: string): Rec
     ability: 'terminal',
     reward_model: { style: 'rule', ground_truth: task.id },
     extra_info: { index, split: 'train', task_id: task.id, task_dir: inBundle, task: taskJson },
-  };
-}
-
-function asGrpo(credit: AdvantageExport): AdvantageExport {
-  return {
-    ...credit,
-    trajectories: credit.trajectories.map((t) => {
-      const { fallback: _fallback, ...rest } = t;
-      return { ...rest, z: 1, steps: t.steps.map((s) => ({ ...s, factor: 1, advantage: t.groupAdvantage })) };
-    }),
   };
 }
 

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { join } from 'node:path';
 import type { TaskEntry } from '../discover';
+import { requireTaskFormat } from '../../core/tasks/formats';
 import type { CommandDef } from './context';
 import { profileSecret } from '../settings';
 
@@ -54,7 +55,7 @@ export const openTaskInstruction: CommandDef = {
   id: 'tbrl.openTaskInstruction',
   async run(_ctx, arg) {
     const t = arg as TaskEntry;
-    const file = t.format === 'harbor' ? join(t.dir, 'instruction.md') : join(t.dir, 'task.yaml');
+    const file = join(t.dir, requireTaskFormat(t.format).instructionFile);
     await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: true });
   },
 };

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { join } from 'node:path';
 import { scaffoldTask } from '../../core/tasks/scaffold';
+import { TASK_FORMATS } from '../../core/tasks/formats';
 import { errorMessage } from '../../core/errors';
 import type { CommandDef } from './context';
 
@@ -20,13 +21,13 @@ export const newTask: CommandDef = {
     });
     if (!name) return undefined;
     const format = await vscode.window.showQuickPick(
-      [{ label: 'terminal-bench', description: 'task.yaml, run-tests.sh, solution.sh' }, { label: 'harbor', description: 'task.toml, instruction.md, tests/, solution/' }],
+      TASK_FORMATS.map((f) => ({ label: f.id, description: f.summary })),
       { placeHolder: 'Task format' },
     );
     if (!format) return undefined;
     const instruction = await vscode.window.showInputBox({ prompt: 'Instruction for the agent (edit it later in the task files)', placeHolder: 'Leave empty for the template instruction' });
     try {
-      const result = await scaffoldTask(join(folder.uri.fsPath, name), { format: format.label as 'terminal-bench' | 'harbor', ...(instruction ? { instruction } : {}) });
+      const result = await scaffoldTask(join(folder.uri.fsPath, name), { format: format.label, ...(instruction ? { instruction } : {}) });
       ctx.output.info(`Created ${result.dir} (${result.format}): ${result.files.join(', ')}`);
       ctx.tasks.refresh();
       const main = result.files.find((f) => /task\.(yaml|toml)$|instruction\.md$/.test(f));

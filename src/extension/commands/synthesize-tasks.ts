@@ -3,7 +3,7 @@ import { errorMessage } from '../../core/errors';
 import { synthesizeBatch } from '../../core/synth/batch';
 import { DOMAINS } from '../../core/synth/domains';
 import { SCALE_TIERS, type ScaleTier } from '../../core/synth/types';
-import type { WritableFormat } from '../../core/tasks/write';
+import { WRITABLE_FORMATS, type WritableFormat } from '../../core/tasks/formats';
 import type { CommandContext, CommandDef } from './context';
 
 /** Parses a whole number >= min from an input box, or says what is wrong (shown inline while typing). */
@@ -24,7 +24,7 @@ export const synthesizeTasks: CommandDef = {
     if (seed === undefined) return undefined;
     const count = await vscode.window.showInputBox({ title: `${title}: how many tasks`, value: '3', validateInput: (v) => wholeNumberProblem(v, 1), ignoreFocusOut: true });
     if (count === undefined) return undefined;
-    const format = (await vscode.window.showQuickPick(['terminal-bench', 'harbor'], { title: `${title}: task format`, ignoreFocusOut: true })) as WritableFormat | undefined;
+    const format = (await vscode.window.showQuickPick([...WRITABLE_FORMATS], { title: `${title}: task format`, ignoreFocusOut: true })) as WritableFormat | undefined;
     if (!format) return undefined;
     const out = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, openLabel: 'Write tasks here', defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri });
     if (!out?.[0]) return undefined;

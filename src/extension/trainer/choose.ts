@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { isAbsolute, join } from 'node:path';
 import { findRuns, findTasks } from '../discover';
-import { ALGORITHMS, type Algorithm } from '../../core/trainer/bundle';
+import { algorithmNames, loadAlgorithms, type Algorithm } from '../../core/trainer/estimators';
 import { loadPresets } from '../../core/trainer/presets';
 import type { CommandContext } from '../commands/context';
 import { parseOverrides, taskItems, trajectoryItems, type PickItem } from './selection';
@@ -26,7 +26,7 @@ export async function chooseTraining(ctx: CommandContext, title: string): Promis
   );
   if (!preset) return undefined;
   const algorithm = await vscode.window.showQuickPick(
-    ALGORITHMS.map((a) => ({ label: a, detail: a === 'depgpo' ? 'Per-step advantages from the dependency graph of each trajectory' : 'Group-relative advantage, one per trajectory' })),
+    algorithmNames().map((a) => ({ label: a, detail: loadAlgorithms()[a].description })),
     { title: `${title}: algorithm`, ignoreFocusOut: true },
   );
   if (!algorithm) return undefined;
@@ -60,7 +60,7 @@ export async function chooseTraining(ctx: CommandContext, title: string): Promis
     ignoreFocusOut: true,
   });
   if (overrides === undefined) return undefined;
-  return { preset: preset.label, algorithm: algorithm.label as Algorithm, taskDirs, trajectories, overrides: parseOverrides(overrides) };
+  return { preset: preset.label, algorithm: algorithm.label, taskDirs, trajectories, overrides: parseOverrides(overrides) };
 }
 
 async function pickMany(items: PickItem[], title: string): Promise<string[] | undefined> {
