@@ -38,6 +38,7 @@ function recordingProvider(created: Sandbox[]): SandboxProvider {
     create: async (spec) => { const sb = await provider.create(spec); created.push(sb); return sb; },
     fork: (cp, spec) => provider.fork(cp, spec),
     gc: (o) => provider.gc(o),
+    removeCheckpoint: (cp) => provider.removeCheckpoint(cp),
   };
 }
 
