@@ -30,10 +30,8 @@ async function oracleRun(i: number): Promise<{ ms: number; phases: Map<string, n
   const onProgress = (e: RunProgress): void => {
     if (e.type === 'phase') marks.push([e.phase, performance.now()]);
   };
-  // Works with both contracts: a value `{ result, error? }` or a result thrown on failure.
-  const out = (await runTask({ taskDir: EXAMPLE, outDir: join(scratch, `r${i}`), policy: 'oracle', env: {}, sandboxProvider: provider, onProgress })) as unknown as Record<string, unknown>;
-  const result = ('result' in out ? out.result : out) as { footer: { reward?: { tests?: number } } };
-  if ('error' in out && out.error) throw out.error;
+  const { result, error } = await runTask({ taskDir: EXAMPLE, outDir: join(scratch, `r${i}`), policy: 'oracle', env: {}, sandboxProvider: provider, onProgress });
+  if (error) throw error;
   if (result.footer.reward?.tests !== 1) throw new Error(`oracle run ${i} scored ${result.footer.reward?.tests}`);
   const ms = performance.now() - t0;
   const phases = new Map<string, number>();
