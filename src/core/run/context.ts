@@ -154,7 +154,7 @@ export interface RunPhase {
   run(ctx: RunContext): Promise<void>;
 }
 
-/** Whether the run should stop before this point: an interrupt or cancel of the caller. */
+/** The caller interrupted or cancelled the run (its signal fired). */
 export function aborted(ctx: RunContext): boolean {
   return !!ctx.options.signal?.aborted;
 }

@@ -1,7 +1,7 @@
 import { errorMessage } from '../../errors';
 import { snapshotChangedFiles, ORIGINALS_DIR, SNAPSHOT_DIR } from '../../attribution/snapshot';
 import { unknownOriginals, type OriginalSource } from '../../attribution/originals';
-import type { RunContext, RunPhase } from '../context';
+import { aborted, type RunContext, type RunPhase } from '../context';
 
 /**
  * Phase 6, snapshot: the container goes away when the run ends, so the final content of what the
@@ -11,7 +11,7 @@ import type { RunContext, RunPhase } from '../context';
 export const snapshotPhase: RunPhase = {
   name: 'snapshot',
   async run(ctx: RunContext): Promise<void> {
-    if (!ctx.loop || ctx.options.signal?.aborted) return;
+    if (!ctx.loop || aborted(ctx)) return;
     const sandbox = ctx.sandbox!;
     const originals = originalsOf(ctx);
     try {
