@@ -4,6 +4,7 @@
  * real Docker engine, the real CLI) and checks it is refused with a named cause, or survived with
  * a note, and that nothing of the host leaked.
  */
+import { runTaskOk, runWorkspaceOk } from '../helpers/run';
 import { after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -12,8 +13,6 @@ import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { main } from '../../src/cli/main';
 import { validateTasks } from '../../src/core/tasks/validate';
-import { runWorkspace } from '../../src/core/run/run-workspace';
-import { runTask } from '../../src/core/run/run-task';
 import { ScriptedPolicy } from '../../src/core/agent/scripted';
 import { createDockerProvider, type Sandbox } from '../../src/core/sandbox/index';
 import { buildTaskImage } from '../../src/core/sandbox/build';
@@ -120,7 +119,7 @@ chaosCase('workspace: devcontainer.json binds / and the Docker socket, copies ${
   }));
   const secret = `sk-chaos-${process.pid}`;
   const out = join(scratch, 'ws-run');
-  const attempt = (allow: string[]) => runWorkspace({
+  const attempt = (allow: string[]) => runWorkspaceOk({
     workspaceFolder: ws, instruction: 'look around', outDir: out, policyOverride: new ScriptedPolicy(['<bash>\ncmd: env; ls /host\n</bash>']),
     env: { OPENAI_API_KEY: secret }, allowPrivileges: allow, trace: false,
   });
@@ -146,7 +145,7 @@ chaosCase('workspace: a trusted devcontainer asks for capAdd SYS_PTRACE; the use
   mkdirSync(join(ws, '.devcontainer'), { recursive: true });
   writeFileSync(join(ws, 'README.md'), 'project\n');
   writeFileSync(join(ws, '.devcontainer', 'devcontainer.json'), JSON.stringify({ image: 'debian:bookworm-slim', capAdd: ['SYS_PTRACE'] }));
-  const r = await runWorkspace({
+  const r = await runWorkspaceOk({
     workspaceFolder: ws, instruction: 'check caps', outDir: join(scratch, 'ws-cap-run'), trace: false,
     policyOverride: new ScriptedPolicy(['<bash>\ncmd: grep CapEff /proc/self/status\n</bash>', '<finish/>']),
     allowPrivileges: ['capAdd'],
@@ -338,7 +337,7 @@ chaosCase('reward tampering: the agent writes /tests/conftest.py, plants /logs/v
     '<bash>\ncmd: echo "#!/bin/sh" > /usr/local/bin/pytest; cat /solution/solve.sh 2>/dev/null; true\n</bash>',
     '<finish/>',
   ]);
-  const r = await runTask({ taskDir: task, outDir: join(scratch, 'tamper-run'), policyOverride: policy, env: {} });
+  const r = await runTaskOk({ taskDir: task, outDir: join(scratch, 'tamper-run'), policyOverride: policy, env: {} });
   recordRunId(r.runId);
   const flags = r.footer.reward?.tampering ?? [];
   const kinds = flags.map((f) => `${f.kind}:${f.path}`);

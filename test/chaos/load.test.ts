@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { runTask, type RunTaskResult } from '../../src/core/run/run-task';
+import { runTaskOk } from '../helpers/run';
 import { readTrajectory } from '../../src/core/trajectory/reader';
 import { loadTask } from '../../src/core/tasks/load';
 import { oracleTurns } from '../../src/core/agent/oracle';
@@ -27,7 +28,7 @@ chaosCase(`${N} concurrent oracle rollouts of examples/hello-world through runTa
   const task = await loadTask(EXAMPLE);
   const expectedSteps = oracleTurns(task).turns.length;
   // Warm-up: builds (or finds) the task image so the 16 share one cached image.
-  const warm = await runTask({ taskDir: EXAMPLE, outDir: join(scratch, 'warm'), policy: 'oracle', env: {}, sandboxProvider: provider, skipReward: true, trace: false });
+  const warm = await runTaskOk({ taskDir: EXAMPLE, outDir: join(scratch, 'warm'), policy: 'oracle', env: {}, sandboxProvider: provider, skipReward: true, trace: false });
   recordRunId(warm.runId);
 
   const t0 = Date.now();
@@ -37,10 +38,10 @@ chaosCase(`${N} concurrent oracle rollouts of examples/hello-world through runTa
   const results: RunTaskResult[] = [];
   const failures: string[] = [];
   for (const [i, s] of settled.entries()) {
-    if (s.status === 'fulfilled') results.push(s.value);
-    else failures.push(`r${i}: ${String((s.reason as Error).message).split('\n')[0]}`);
-    const r = s.status === 'fulfilled' ? s.value : (s.reason as { result?: RunTaskResult }).result;
-    if (r) recordRunId(r.runId);
+    const error = s.status === 'fulfilled' ? s.value.error : s.reason;
+    if (!error && s.status === 'fulfilled') results.push(s.value.result);
+    else failures.push(`r${i}: ${String((error as Error).message).split('\n')[0]}`);
+    if (s.status === 'fulfilled') recordRunId(s.value.result.runId);
   }
   assert.deepEqual(failures, []);
 

@@ -3,6 +3,7 @@
  * file primitives can write outside the container, and whether a planted API key ever reaches a
  * trajectory, report, log line or the container.
  */
+import { runTaskOk } from '../helpers/run';
 import { after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -13,7 +14,6 @@ import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { inflateRawSync } from 'node:zlib';
 import { pack } from 'tar-stream';
-import { runTask } from '../../src/core/run/run-task';
 import { ScriptedPolicy } from '../../src/core/agent/scripted';
 import { createDockerProvider, type Sandbox, type SandboxProvider } from '../../src/core/sandbox/index';
 import { LABEL_RUN } from '../../src/core/sandbox/types';
@@ -38,6 +38,7 @@ function recordingProvider(created: Sandbox[]): SandboxProvider {
     create: async (spec) => { const sb = await provider.create(spec); created.push(sb); return sb; },
     fork: (cp, spec) => provider.fork(cp, spec),
     gc: (o) => provider.gc(o),
+    removeCheckpoint: (cp) => provider.removeCheckpoint(cp),
   };
 }
 
@@ -68,7 +69,7 @@ chaosCase('agent container of examples/hello-world with allow_internet: false (v
     bash(`cat /tmp/${marker}/x`),
   ]);
   let inspected: Awaited<ReturnType<ReturnType<typeof docker.getContainer>['inspect']>> | undefined;
-  const result = await runTask({
+  const result = await runTaskOk({
     taskDir: offline, outDir: join(scratch, 'sec-run'), policyOverride: policy, sandboxProvider: recordingProvider(created), trace: false, skipReward: true, env: {},
     beforeExecute: async (step) => {
       if (step === 0) inspected = await docker.getContainer(created[0].info.containerId).inspect();
@@ -94,7 +95,7 @@ chaosCase('agent container of examples/hello-world with allow_internet: false (v
   // Contrast: the example as shipped (no allow_internet key) gets a bridge network.
   const createdOnline: Sandbox[] = [];
   let mode = '';
-  const online = await runTask({
+  const online = await runTaskOk({
     taskDir: EXAMPLE, outDir: join(scratch, 'sec-run-online'), policyOverride: new ScriptedPolicy([bash('true')]), sandboxProvider: recordingProvider(createdOnline), trace: false, skipReward: true, env: {},
     beforeExecute: async () => {
       mode = (await docker.getContainer(createdOnline[0].info.containerId).inspect()).HostConfig.NetworkMode ?? '';
@@ -230,7 +231,7 @@ chaosCase('trainer: planted key in the local env, in --env, and leaked into a tr
   const secrets = secretValuesFromEnv({ OPENAI_API_KEY: key, HOME: '/root' });
   assert.deepEqual(secrets, [key]);
   // A clean trajectory of the example task (scripted, no reward needed).
-  const clean = await runTask({ taskDir: EXAMPLE, outDir: join(scratch, 'bundle-run'), policyOverride: new ScriptedPolicy([bash('ls /app')]), trace: false, skipReward: true, env: {} });
+  const clean = await runTaskOk({ taskDir: EXAMPLE, outDir: join(scratch, 'bundle-run'), policyOverride: new ScriptedPolicy([bash('ls /app')]), trace: false, skipReward: true, env: {} });
   recordRunId(clean.runId);
   const base = { preset: 'dryrun', algorithm: 'grpo' as const, taskDirs: [EXAMPLE], secrets };
   const refused: string[] = [];

@@ -4,12 +4,12 @@
  * (src/extension/graph/panel.ts). The VS Code host side is played by a small script that answers
  * the webview's GetGraph request with the graph the extension would send (graphOfTrajectory).
  */
+import { runTaskOk } from '../helpers/run';
 import { after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
-import { runTask } from '../../src/core/run/run-task';
 import { ScriptedPolicy } from '../../src/core/agent/scripted';
 import { graphOfTrajectory } from '../../src/extension/graph/data';
 import { chaosCase, recordRunId } from './helpers/chaos';
@@ -42,7 +42,7 @@ chaosCase('trace-graph panel CSP (static): default-src, script-src, no unsafe-*'
 chaosCase('trajectory whose commands hold <img onerror>, <script> and </text> payloads rendered by the trace-graph webview in Chromium under the panel\'s CSP', 'payloads shown as text; no element injected, no script run, zero CSP violations', async () => {
   const payloads = ['<img src=x onerror="window.__xss=1">', '<script>window.__xss=2</script>', '</text><svg onload="window.__xss=3">'];
   const policy = new ScriptedPolicy(payloads.map((p, i) => `<bash>\ncmd: ${JSON.stringify(`echo '${p}' > /tmp/p${i}.html && cat /tmp/p${i}.html`)}\n</bash>`));
-  const run = await runTask({ taskDir: resolve('examples/hello-world'), outDir: join(scratch, 'run'), policyOverride: policy, skipReward: true, env: {} });
+  const run = await runTaskOk({ taskDir: resolve('examples/hello-world'), outDir: join(scratch, 'run'), policyOverride: policy, skipReward: true, env: {} });
   recordRunId(run.runId);
   const graph = await graphOfTrajectory(run.trajectoryPath);
   assert.ok(graph.nodes.length >= 3, `the graph has ${graph.nodes.length} nodes (tracing: ${JSON.stringify(run.header.sandbox?.tracing)})`);

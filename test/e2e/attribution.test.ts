@@ -1,3 +1,4 @@
+import { runTaskOk } from '../helpers/run';
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,7 +10,6 @@ import { Workbench } from './pages/workbench';
 import { DiffEditor } from './pages/diff-editor';
 import { DebugView } from './pages/debug-view';
 import { SNAPSHOT_INDEX } from '../../src/core/attribution/snapshot';
-import { runTask } from '../../src/core/run/run-task';
 import { ScriptedPolicy } from '../../src/core/agent/scripted';
 
 // A finished run's changed files opened in a real VS Code (code-server), from the command palette
@@ -40,7 +40,7 @@ before(async () => {
   ensureVsix();
   workspace = replayWorkspace('tbrl-e2e-attr-');
   addSnapshot(join(workspace, REPLAY_RUN));
-  const edit = await runTask({
+  const edit = await runTaskOk({
     taskDir: join(workspace, 'examples/hello-world'), outDir: join(workspace, EDIT_RUN), cwd: workspace, skipReward: true,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, DOCKER_HOST: process.env.DOCKER_HOST },
     policyOverride: new ScriptedPolicy([`<bash>\ncmd: "sed -i '1s/.*/# Provenance (edited by the agent)/' /app/data/notes.md"\n</bash>`, '<finish>\nmessage: done\n</finish>']),

@@ -4,14 +4,13 @@
  * per-line attribution matching it, and each file's original from the image (for a fork: from the
  * root run's image, not the checkpoint it started from).
  */
+import { forkRunOk, runTaskOk, runWorkspaceOk } from '../helpers/run';
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import Docker from 'dockerode';
-import { forkRun, runTask } from '../../src/core/run/run-task';
-import { runWorkspace } from '../../src/core/run/run-workspace';
 import { ScriptedPolicy } from '../../src/core/agent/scripted';
 import { readTrajectory } from '../../src/core/trajectory/reader';
 import { lineAttribution } from '../../src/core/attribution/lines';
@@ -51,7 +50,7 @@ function expectedScript(): string {
 
 test('runTask leaves the final content of every changed file in <run>/files/ with an index', async () => {
   const outDir = join(scratch, 'run');
-  const r = await runTask({ taskDir: EXAMPLE, outDir, env, cwd: scratch, policy: 'oracle' });
+  const r = await runTaskOk({ taskDir: EXAMPLE, outDir, env, cwd: scratch, policy: 'oracle' });
   assert.equal(r.footer.reward?.total, 1, JSON.stringify(r.footer.reward));
   const script = join(outDir, 'files', 'app', 'wordfreq.py');
   assert.ok(existsSync(script), `${script} exists`);
@@ -94,7 +93,7 @@ const FINISH = '<finish>\nmessage: done\n</finish>';
 
 test('a file that was in the image keeps its original; a fork takes originals from the root image, not its checkpoint', async () => {
   // Step 0 edits a file the image has and creates one it has not; the fork starts after step 0.
-  const src = await runTask({
+  const src = await runTaskOk({
     taskDir: EXAMPLE, outDir: join(scratch, 'edit'), env, cwd: scratch, skipReward: true, checkpoint: true,
     policyOverride: new ScriptedPolicy([bash("sed -i '1s/.*/# Provenance (edited)/' /app/data/notes.md && echo new > /app/new.txt"), FINISH]),
   });
@@ -111,7 +110,7 @@ test('a file that was in the image keeps its original; a fork takes originals fr
   assert.deepEqual(await containersOf(src.runId), []);
 
   // The fork's container is step 0's checkpoint (notes already edited, new.txt already there).
-  const fork = await forkRun({
+  const fork = await forkRunOk({
     trajectoryPath: src.trajectoryPath, step: 0, outDir: join(scratch, 'fork'), env, cwd: scratch, skipReward: true,
     // Turns are by step index; step 0 is copied from the source run, never asked for.
     policyOverride: new ScriptedPolicy(['', bash('echo more >> /app/data/notes.md'), FINISH]),
@@ -133,7 +132,7 @@ test('a workspace run takes the originals of project files from the host folder 
   writeFileSync(join(project, '.devcontainer', 'devcontainer.json'), '{ "image": "tbrl-standin/python:3", "workspaceFolder": "/workspaces/proj" }\n');
   const status = 'line one\nstatus: broken\n';
   writeFileSync(join(project, 'status.txt'), status);
-  const r = await runWorkspace({
+  const r = await runWorkspaceOk({
     workspaceFolder: project, instruction: 'Fix the status.', outDir: join(scratch, 'ws-run'), env, cwd: scratch,
     policyOverride: new ScriptedPolicy([bash('sed -i s/broken/fixed/ status.txt && echo hi > added.txt'), FINISH]),
   });

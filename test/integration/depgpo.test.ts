@@ -3,12 +3,12 @@
  * exercise indirect credit (a script file credited through the command that runs it), a junk write,
  * a todo-only step and an overwrite, then `tbrl graph` and `tbrl credit` on the trajectory it wrote.
  */
+import { runTaskOk } from '../helpers/run';
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
-import { runTask } from '../../src/core/run/run-task';
 import { ScriptedPolicy } from '../../src/core/agent/scripted';
 import { readTrajectory } from '../../src/core/trajectory/reader';
 import { depgpoOfTrajectory } from '../../src/core/depgpo/trajectory';
@@ -43,7 +43,7 @@ const turns = [
 ];
 
 test('a traced run gives the dependency graph, E, scores and factors the rules predict', async () => {
-  const r = await runTask({ taskDir: EXAMPLE, outDir: join(scratch, 'run'), env, cwd: scratch, policyOverride: new ScriptedPolicy(turns) });
+  const r = await runTaskOk({ taskDir: EXAMPLE, outDir: join(scratch, 'run'), env, cwd: scratch, policyOverride: new ScriptedPolicy(turns) });
   assert.equal(r.footer.reward?.total, 1, JSON.stringify(r.footer.reward));
   assert.equal(r.header.sandbox?.tracing.available, true, JSON.stringify(r.header.sandbox?.tracing));
   const t = await readTrajectory(r.trajectoryPath);

@@ -3,6 +3,7 @@
  * that step (files, cwd, exported env), the conversation and agent state are rebuilt, steps 0..k
  * are copied, and nothing (containers, checkpoint images) is left behind.
  */
+import { forkRunOk, runTaskOk } from '../helpers/run';
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,7 +11,6 @@ import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { spawn } from 'node:child_process';
 import Docker from 'dockerode';
-import { forkRun, runTask } from '../../src/core/run/run-task';
 import { ScriptedPolicy } from '../../src/core/agent/scripted';
 import type { Policy, PolicyContext, PolicyTurn } from '../../src/core/agent/policy';
 import type { ChatMessage } from '../../src/core/model/types';
@@ -54,7 +54,7 @@ const FINISH = '<finish>\nmessage: done\n</finish>';
 
 test('fork from step 0 restores files, cwd, env and state, copies step 0 and computes a reward', async () => {
   const sourcePolicy = new RecordingPolicy({ 0: STEP0, 1: STEP1, 2: FINISH });
-  const src = await runTask({ taskDir: EXAMPLE, outDir: join(scratch, 'src'), env, cwd: scratch, policyOverride: sourcePolicy, checkpoint: true, skipReward: true });
+  const src = await runTaskOk({ taskDir: EXAMPLE, outDir: join(scratch, 'src'), env, cwd: scratch, policyOverride: sourcePolicy, checkpoint: true, skipReward: true });
   runIds.push(src.runId);
   assert.equal(src.footer.endReason, 'finished');
   assert.ok(src.steps[0].checkpoint && src.steps[0].checkpointState, 'step 0 has a checkpoint and its shell state');
@@ -66,7 +66,7 @@ test('fork from step 0 restores files, cwd, env and state, copies step 0 and com
   assert.ok(!JSON.stringify(written).includes(SECRET), 'the secret value is not in any checkpoint state');
 
   const forkPolicy = new RecordingPolicy({ 1: PROBE, 2: FINISH });
-  const fork = await forkRun({ trajectoryPath: src.trajectoryPath, step: 0, outDir: join(scratch, 'fork'), env, cwd: scratch, policyOverride: forkPolicy, checkpoint: true });
+  const fork = await forkRunOk({ trajectoryPath: src.trajectoryPath, step: 0, outDir: join(scratch, 'fork'), env, cwd: scratch, policyOverride: forkPolicy, checkpoint: true });
   runIds.push(fork.runId);
   assert.deepEqual(fork.header.forkedFrom, { runId: src.runId, step: 0, trajectory: src.trajectoryPath });
   assert.equal(fork.footer.endReason, 'finished');
@@ -94,15 +94,15 @@ test('fork from step 0 restores files, cwd, env and state, copies step 0 and com
     for (const img of imgs) await docker.getImage(img.Id).remove({ force: true });
   }
   await assert.rejects(
-    forkRun({ trajectoryPath: src.trajectoryPath, step: 0, outDir: join(scratch, 'gone'), env, cwd: scratch, policyOverride: new ScriptedPolicy([]) }),
+    forkRunOk({ trajectoryPath: src.trajectoryPath, step: 0, outDir: join(scratch, 'gone'), env, cwd: scratch, policyOverride: new ScriptedPolicy([]) }),
     (err: unknown) => err instanceof TbrlError && err.code === 'fork-checkpoint-gone' && /--checkpoint/.test(err.fix ?? ''),
   );
 });
 
 test('a run without checkpoints cannot be forked, and says how to get one', async () => {
-  const src = await runTask({ taskDir: EXAMPLE, outDir: join(scratch, 'nocp'), env, cwd: scratch, policyOverride: new ScriptedPolicy([FINISH]), skipReward: true });
-  await assert.rejects(forkRun({ trajectoryPath: src.trajectoryPath, step: 0, env, cwd: scratch }), (err: unknown) => err instanceof TbrlError && err.code === 'fork-no-checkpoint' && /checkpoint": true/.test(err.fix ?? ''));
-  await assert.rejects(forkRun({ trajectoryPath: src.trajectoryPath, step: 5, env, cwd: scratch }), (err: unknown) => err instanceof TbrlError && err.code === 'fork-step' && /--step 0/.test(err.fix ?? ''));
+  const src = await runTaskOk({ taskDir: EXAMPLE, outDir: join(scratch, 'nocp'), env, cwd: scratch, policyOverride: new ScriptedPolicy([FINISH]), skipReward: true });
+  await assert.rejects(forkRunOk({ trajectoryPath: src.trajectoryPath, step: 0, env, cwd: scratch }), (err: unknown) => err instanceof TbrlError && err.code === 'fork-no-checkpoint' && /checkpoint": true/.test(err.fix ?? ''));
+  await assert.rejects(forkRunOk({ trajectoryPath: src.trajectoryPath, step: 5, env, cwd: scratch }), (err: unknown) => err instanceof TbrlError && err.code === 'fork-step' && /--step 0/.test(err.fix ?? ''));
 });
 
 function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -115,7 +115,7 @@ function cli(args: string[]): Promise<{ code: number | null; stdout: string; std
 }
 
 test('`tbrl run --fork-from <trajectory> --step K` forks from the command line; a bad --step is a usage error', async () => {
-  const src = await runTask({ taskDir: EXAMPLE, outDir: join(scratch, 'cli-src'), env, cwd: scratch, policyOverride: new ScriptedPolicy([STEP0, FINISH]), checkpoint: true, skipReward: true });
+  const src = await runTaskOk({ taskDir: EXAMPLE, outDir: join(scratch, 'cli-src'), env, cwd: scratch, policyOverride: new ScriptedPolicy([STEP0, FINISH]), checkpoint: true, skipReward: true });
   runIds.push(src.runId);
   const out = join(scratch, 'cli-fork');
   const r = await cli(['run', '--fork-from', src.trajectoryPath, '--step', '0', '--policy', 'oracle', '--out', out]);

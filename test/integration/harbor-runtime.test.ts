@@ -4,6 +4,7 @@
  * with per-step verifiers and min_reward, a compose sidecar the agent reaches on the task's own
  * network, a healthcheck waited for (and one that never passes), env `${VAR}` resolved from the host.
  */
+import { runTaskOk } from '../helpers/run';
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createDockerProvider, LABEL_RUN } from '../../src/core/sandbox/index';
 import { validateTasks } from '../../src/core/tasks/validate';
-import { runTask } from '../../src/core/run/run-task';
 import { ScriptedPolicy } from '../../src/core/agent/scripted';
 import { bashTurn, finishTurn } from '../../src/core/agent/oracle';
 
@@ -168,7 +168,7 @@ describe('Harbor runtime semantics with Docker', () => {
       'tests/test.sh': '#!/bin/bash\nmkdir -p /logs/verifier\na=0; [ -f /app/a ] && a=1\necho "{\\"correctness\\": $a, \\"style\\": 0.5}" > /logs/verifier/reward.json\n',
     });
     const policy = new ScriptedPolicy([bashTurn('ls /solution 2>&1; touch /app/a'), finishTurn('done')], { kind: 'scripted', description: 'scripted' });
-    const result = await runTask({ taskDir: dir, outDir: join(scratch, 'run-metrics'), policyOverride: policy, sandboxProvider: provider, trace: false });
+    const result = await runTaskOk({ taskDir: dir, outDir: join(scratch, 'run-metrics'), policyOverride: policy, sandboxProvider: provider, trace: false });
     const observation = result.steps[0].actions[0].observation;
     assert.match(observation, /No such file or directory/);
     const reward = result.footer.reward!;
@@ -179,12 +179,12 @@ describe('Harbor runtime semantics with Docker', () => {
   });
 
   it('runs [[steps]] as one conversation: each step verified, min_reward stops the rest', async () => {
-    const solved = await runTask({ taskDir: task('harbor-rt-steps-run', STEPS_FILES), outDir: join(scratch, 'steps-oracle'), policy: 'oracle', sandboxProvider: provider, trace: false });
+    const solved = await runTaskOk({ taskDir: task('harbor-rt-steps-run', STEPS_FILES), outDir: join(scratch, 'steps-oracle'), policy: 'oracle', sandboxProvider: provider, trace: false });
     assert.equal(solved.footer.reward?.tests, 1);
     assert.match(solved.footer.reward?.metricsRule ?? '', /mean over 2 verified step\(s\) \(one: 1, two: 1\)/);
     assert.deepEqual(solved.steps.map((s) => s.index), solved.steps.map((_, i) => i));
     const idle = new ScriptedPolicy([finishTurn('nothing to do')], { kind: 'scripted', description: 'idle' });
-    const stopped = await runTask({ taskDir: join(scratch, 'harbor-rt-steps-run'), outDir: join(scratch, 'steps-idle'), policyOverride: idle, sandboxProvider: provider, trace: false });
+    const stopped = await runTaskOk({ taskDir: join(scratch, 'harbor-rt-steps-run'), outDir: join(scratch, 'steps-idle'), policyOverride: idle, sandboxProvider: provider, trace: false });
     assert.equal(stopped.footer.reward?.tests, 0);
     assert.match(stopped.footer.reward?.metricsRule ?? '', /stopped after one \(reward = 0 < min_reward 1\)/);
     assert.ok(stopped.warnings.some((w) => /Stopped after step one/.test(w)));

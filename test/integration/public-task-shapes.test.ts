@@ -7,12 +7,12 @@
  * - a verifier that fetches its tools from the network: a verifier_error naming the host, masked
  *   in credit, and invalid for `tbrl validate` (never "the empty agent fails").
  */
+import { runTaskOk } from '../helpers/run';
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { runTask } from '../../src/core/run/run-task';
 import { creditForGroup } from '../../src/core/depgpo/credit';
 import { readTrajectory } from '../../src/core/trajectory/reader';
 import { validateTask } from '../../src/core/tasks/validate';
@@ -44,7 +44,7 @@ function task(name: string, files: Record<string, string>): string {
 }
 
 async function oracleRun(dir: string) {
-  const r = await runTask({ taskDir: dir, outDir: join(dir, 'run'), env, cwd: scratch, policy: 'oracle', trace: false, sandboxProvider: provider });
+  const r = await runTaskOk({ taskDir: dir, outDir: join(dir, 'run'), env, cwd: scratch, policy: 'oracle', trace: false, sandboxProvider: provider });
   if (r.header.sandbox?.image.startsWith('tbrl-task/')) built.add(r.header.sandbox.image);
   return r;
 }
@@ -178,7 +178,7 @@ test('DepGPO credits a chmod the verifier checks with access(), traced end to en
     'solution.sh': '#!/bin/bash\nls /app\nchmod +x /app/run.sh\n',
     'tests/test_outputs.py': 'import os\ndef test_executable():\n    assert os.access("/app/run.sh", os.X_OK)\n',
   });
-  const r = await runTask({ taskDir: dir, outDir: join(dir, 'run'), env, cwd: scratch, policy: 'oracle', trace: true, sandboxProvider: provider });
+  const r = await runTaskOk({ taskDir: dir, outDir: join(dir, 'run'), env, cwd: scratch, policy: 'oracle', trace: true, sandboxProvider: provider });
   if (r.header.sandbox?.image.startsWith('tbrl-task/')) built.add(r.header.sandbox.image);
   assert.deepEqual(r.footer.outcome, { class: 'passed' });
   const d = r.footer.depgpo;

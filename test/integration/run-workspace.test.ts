@@ -3,13 +3,13 @@
  * scripted agent that edits files in the copied workspace, the verify command as the reward, the
  * changes as a patch, and `save-task` turning the run into a task that validates in Docker.
  */
+import { runWorkspaceOk } from '../helpers/run';
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
-import { runWorkspace } from '../../src/core/run/run-workspace';
 import { saveWorkspaceRunAsTask } from '../../src/core/run/save-task';
 import { ScriptedPolicy } from '../../src/core/agent/scripted';
 import { readTrajectory } from '../../src/core/trajectory/reader';
@@ -36,7 +36,7 @@ const FIX = [
 ];
 
 test('a scripted agent fixes the copied workspace: verify reward 1, host untouched, changes.patch applies; save-task validates', async () => {
-  const r = await runWorkspace({ workspaceFolder: workspace, instruction: 'Set the status to fixed.', verifyCommand: VERIFY, outDir: join(scratch, 'run-fix'), env, cwd: scratch, policyOverride: new ScriptedPolicy(FIX), trace: false });
+  const r = await runWorkspaceOk({ workspaceFolder: workspace, instruction: 'Set the status to fixed.', verifyCommand: VERIFY, outDir: join(scratch, 'run-fix'), env, cwd: scratch, policyOverride: new ScriptedPolicy(FIX), trace: false });
   assert.equal(r.footer.endReason, 'finished', r.footer.endMessage);
   assert.deepEqual(original(), before, 'the host workspace is untouched');
   assert.equal(r.footer.reward?.total, 1, JSON.stringify(r.footer.reward));
@@ -72,13 +72,13 @@ test('a scripted agent fixes the copied workspace: verify reward 1, host untouch
 });
 
 test('the verify command failing scores 0; without one the reward is not computed and save-task writes a failing TODO test', async () => {
-  const failed = await runWorkspace({ workspaceFolder: workspace, instruction: 'Look around.', verifyCommand: VERIFY, outDir: join(scratch, 'run-nothing'), env, cwd: scratch, policyOverride: new ScriptedPolicy(['<finish>\nmessage: nothing\n</finish>']), trace: false });
+  const failed = await runWorkspaceOk({ workspaceFolder: workspace, instruction: 'Look around.', verifyCommand: VERIFY, outDir: join(scratch, 'run-nothing'), env, cwd: scratch, policyOverride: new ScriptedPolicy(['<finish>\nmessage: nothing\n</finish>']), trace: false });
   assert.equal(failed.footer.reward?.total, 0);
   assert.deepEqual(failed.footer.reward?.testOutcomes, [{ name: VERIFY, status: 'failed', weight: 1 }]);
   assert.equal(failed.changes, '', 'nothing changed');
 
   // The default runs/ inside the project: the run's own output is not a change of the agent's.
-  const r = await runWorkspace({ workspaceFolder: workspace, instruction: 'Set the status to fixed.', runsDir: join(workspace, 'runs'), env, cwd: scratch, policyOverride: new ScriptedPolicy(FIX), trace: false });
+  const r = await runWorkspaceOk({ workspaceFolder: workspace, instruction: 'Set the status to fixed.', runsDir: join(workspace, 'runs'), env, cwd: scratch, policyOverride: new ScriptedPolicy(FIX), trace: false });
   assert.equal(r.footer.reward, undefined);
   assert.ok(r.warnings.some((w) => /reward was not computed/.test(w)));
   assert.deepEqual(original(), before);
@@ -101,7 +101,7 @@ test('a Python run leaves __pycache__ and a binary file: the patch skips caches 
     '<bash>\ncmd: python3 -c "import helper" && mkdir -p build && echo out > build/out.txt && printf \'\\000\\001\\002\\377\' > blob.bin && echo "VALUE = 2" > helper.py\n</bash>',
     '<finish>\nmessage: done\n</finish>',
   ];
-  const r = await runWorkspace({ workspaceFolder: proj, instruction: 'Bump the value.', outDir: join(scratch, 'run-py'), env, cwd: scratch, policyOverride: new ScriptedPolicy(turns), trace: false });
+  const r = await runWorkspaceOk({ workspaceFolder: proj, instruction: 'Bump the value.', outDir: join(scratch, 'run-py'), env, cwd: scratch, policyOverride: new ScriptedPolicy(turns), trace: false });
   assert.equal(r.footer.endReason, 'finished', r.footer.endMessage);
   assert.deepEqual([...r.changes.matchAll(/^diff --git a\/(\S+)/gm)].map((m) => m[1]), ['blob.bin', 'helper.py'], r.changes);
   assert.match(r.changes, /^GIT binary patch$/m);

@@ -3,12 +3,12 @@
  * stand-in base image, in a real container; the model through the real `openai` client against
  * the local OpenAI-compatible test server.
  */
+import { runTaskOk } from '../helpers/run';
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
-import { runTask } from '../../src/core/run/run-task';
 import { ScriptedPolicy } from '../../src/core/agent/scripted';
 import { oracleTurns } from '../../src/core/agent/oracle';
 import { loadTask } from '../../src/core/tasks/load';
@@ -16,7 +16,8 @@ import { readTrajectory } from '../../src/core/trajectory/reader';
 import { startOpenAIServer } from '../helpers/openai-server';
 import { DockerSandboxProvider } from '../../src/core/sandbox/provider';
 import { LABEL_RUN } from '../../src/core/sandbox/types';
-import type { RunTaskResult } from '../../src/core/run/run-task';
+import { runTask } from '../../src/core/run/run-task';
+import { TbrlError } from '../../src/core/errors';
 
 const EXAMPLE = resolve('examples/hello-world');
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-run-it-'));
@@ -30,7 +31,7 @@ const env = { PATH: process.env.PATH, HOME: process.env.HOME, DOCKER_HOST: proce
 
 test('the oracle policy solves the example task in a real container and gets test reward 1', async () => {
   const progress: string[] = [];
-  const r = await runTask({ taskDir: EXAMPLE, outDir: outDir(), env, cwd: scratch, onProgress: (e) => progress.push(e.type === 'info' ? e.message : e.type) });
+  const r = await runTaskOk({ taskDir: EXAMPLE, outDir: outDir(), env, cwd: scratch, onProgress: (e) => progress.push(e.type === 'info' ? e.message : e.type) });
   assert.equal(r.header.policy.kind, 'oracle');
   assert.ok(progress.some((m) => /no model endpoint configured.*oracle/.test(m)), 'the run says it fell back to the oracle');
   assert.equal(r.footer.endReason, 'finished');
@@ -47,7 +48,7 @@ test('the oracle policy solves the example task in a real container and gets tes
 });
 
 test('a scripted policy that finishes at once gets reward 0', async () => {
-  const r = await runTask({ taskDir: EXAMPLE, outDir: outDir(), env, cwd: scratch, policyOverride: new ScriptedPolicy(['<finish>\nmessage: nothing to do\n</finish>']) });
+  const r = await runTaskOk({ taskDir: EXAMPLE, outDir: outDir(), env, cwd: scratch, policyOverride: new ScriptedPolicy(['<finish>\nmessage: nothing to do\n</finish>']) });
   assert.equal(r.footer.endReason, 'finished');
   assert.equal(r.steps.length, 1);
   assert.equal(r.footer.reward?.total, 0);
@@ -57,7 +58,7 @@ test('a scripted policy that finishes at once gets reward 0', async () => {
 test('malformed YAML gets an error observation and the run recovers on the next turn', async () => {
   const bad = '<bash>\ncmd: "echo unterminated\n</bash>';
   const good = '<bash>\ncmd: echo recovered\n</bash>';
-  const r = await runTask({ taskDir: EXAMPLE, outDir: outDir(), env, cwd: scratch, policyOverride: new ScriptedPolicy([bad, good, '<finish>\nmessage: done\n</finish>']) });
+  const r = await runTaskOk({ taskDir: EXAMPLE, outDir: outDir(), env, cwd: scratch, policyOverride: new ScriptedPolicy([bad, good, '<finish>\nmessage: done\n</finish>']) });
   assert.equal(r.footer.endReason, 'finished');
   const t = await readTrajectory(r.trajectoryPath);
   // The error is recorded in its place among the turn's items, and listed with the parse errors.
@@ -79,7 +80,7 @@ test('a model run through the local OpenAI-compatible server drives the real ope
     const task = await loadTask(EXAMPLE);
     // The model answers with the reference solution's turns, after a first turn that explores read-only.
     srv.enqueue('<think>look first</think>\n<search>\naction: ls\npath: /app/data\n</search>', ...oracleTurns(task).turns);
-    const r = await runTask({
+    const r = await runTaskOk({
       taskDir: EXAMPLE, outDir: outDir(), cwd: scratch,
       env: { ...env, OPENAI_BASE_URL: srv.baseUrl, OPENAI_API_KEY: 'test-key', TBRL_MODEL: 'scripted-model', TBRL_JUDGE_MODEL: 'judge-model' },
     });
@@ -120,7 +121,7 @@ test('--n 2 with a listwise verifier: both candidates are kept, the verifier pic
       : ['<finish>\nmessage: done now\n</finish>', '<finish>\nmessage: also done\n</finish>'];
   };
   try {
-    const r = await runTask({ taskDir: EXAMPLE, outDir: outDir(), cwd: scratch, env, baseUrl: srv.baseUrl, model: 'gen', n: 2, verifier: 'listwise' });
+    const r = await runTaskOk({ taskDir: EXAMPLE, outDir: outDir(), cwd: scratch, env, baseUrl: srv.baseUrl, model: 'gen', n: 2, verifier: 'listwise' });
     assert.deepEqual(r.header.verifier, { mode: 'listwise', n: 2, model: 'gen' });
     const [s0] = r.steps;
     assert.equal(s0.candidates.length, 2);
@@ -140,14 +141,10 @@ test('a model error mid-run still closes the sandbox and leaves a trajectory who
   // The second call is answered 401: a bad key is not retried, so the run fails at step 1.
   srv.respond = () => ({ status: 401, error: { message: 'invalid api key' } });
   try {
-    let caught: unknown;
-    try {
-      await runTask({ taskDir: EXAMPLE, outDir: outDir(), cwd: scratch, env: { ...env, OPENAI_BASE_URL: srv.baseUrl, OPENAI_API_KEY: 'right-key', TBRL_MODEL: 'm' } });
-    } catch (err) {
-      caught = err;
-    }
-    const result = (caught as { result?: RunTaskResult }).result;
-    assert.ok(result, `runTask rejected with the run's result attached: ${String(caught)}`);
+    // The failed run comes back as a value: its result and, beside it, the error.
+    const { result, error } = await runTask({ taskDir: EXAMPLE, outDir: outDir(), cwd: scratch, env: { ...env, OPENAI_BASE_URL: srv.baseUrl, OPENAI_API_KEY: 'right-key', TBRL_MODEL: 'm' } });
+    assert.ok(error instanceof TbrlError, 'the run reports its error');
+    assert.match(error.message, /key|401|auth/i);
     const t = await readTrajectory(result.trajectoryPath);
     assert.equal(t.footer?.endReason, 'error');
     assert.match(t.footer?.endMessage ?? '', /key|401|auth/i);

@@ -7,6 +7,7 @@
  * shard; a manifest and SQLite) pass through their reward file, and `runTask` (oracle policy) records Φ on every step
  * and PPRS in the footer.
  */
+import { runTaskOk } from '../helpers/run';
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -19,7 +20,6 @@ import { applyPprs, createProgressRecorder, evaluateProgress } from '../../src/c
 import { SOLVER_PRELUDE } from '../../src/core/synth/solver-program';
 import { runTests } from '../../src/core/reward/tests';
 import { loadTask } from '../../src/core/tasks/load';
-import { runTask } from '../../src/core/run/run-task';
 import { readTrajectory } from '../../src/core/trajectory/reader';
 import type { Sandbox } from '../../src/core/sandbox/types';
 import type { RewardRecord, StepRecord } from '../../src/core/trajectory/schema';
@@ -138,7 +138,7 @@ describe('Tev task in a real container', () => {
     const t = synthesize({ domain: 'data-eng', tier: 'unit', seed: 6, faultCount: 4 });
     const dir = join(scratch, `${t.id}-run`);
     await writeSynthesizedTask(t, dir, 'terminal-bench');
-    const result = await runTask({ taskDir: dir, policy: 'oracle', outDir: join(scratch, 'run'), trace: false, env: {} });
+    const result = await runTaskOk({ taskDir: dir, policy: 'oracle', outDir: join(scratch, 'run'), trace: false, env: {} });
     const trajectory = await readTrajectory(result.trajectoryPath);
     assert.equal(trajectory.footer?.endReason, 'finished');
     const phis = trajectory.steps.map((s) => s.phi);

@@ -2,9 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { CliCommand } from '../command';
 import { UsageError } from '../command';
-import { runTask, safeName, timestamp, type RunProgress, type RunTaskResult } from '../../core/run/run-task';
+import { runTask, safeName, timestamp, type RunProgress } from '../../core/run/run-task';
 import { renderComparison, type ComparedRun } from '../../core/run/compare';
-import { TbrlError } from '../../core/errors';
 
 /** The main job's bounds: a 135M model on 2 CPU cores, so few steps and short turns. */
 const DEMO = { n: 4, verifier: 'listwise', maxSteps: 3, maxTokensPerTurn: 96, maxTimeSec: 420 };
@@ -45,16 +44,9 @@ export const demoCommand: CliCommand = {
       ['oracle (reference)', { policy: 'oracle' as const }],
     ] as const) {
       console.error(`\n• ${label}`);
-      let r: RunTaskResult;
-      try {
-        r = await runTask({ taskDir, outDir: join(root, label.startsWith('oracle') ? 'oracle' : 'local-model'), env, onProgress: progress(label), ...options });
-      } catch (err) {
-        const partial = (err as { result?: RunTaskResult }).result;
-        if (!(err instanceof TbrlError) || !partial) throw err;
-        // A failed run still has a trajectory and belongs in the comparison.
-        console.error(`[${label}] ${err.message.split('\n')[0]}`);
-        r = partial;
-      }
+      const { result: r, error } = await runTask({ taskDir, outDir: join(root, label.startsWith('oracle') ? 'oracle' : 'local-model'), env, onProgress: progress(label), ...options });
+      // A failed run still has a trajectory and belongs in the comparison.
+      if (error) console.error(`[${label}] ${error.message.split('\n')[0]}`);
       results.push({ label, policyDescription: r.policyDescription, header: r.header, steps: r.steps, footer: r.footer, trajectoryPath: r.trajectoryPath, reportPath: r.reportPath });
     }
     const comparison = renderComparison(results) + `\nWall time of the whole demo: ${((Date.now() - started) / 1000).toFixed(1)} s.\n`;

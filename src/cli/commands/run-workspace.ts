@@ -66,7 +66,7 @@ export const runWorkspaceCommand: CliCommand = {
     const onSigint = (): void => controller.abort('interrupted');
     process.once('SIGINT', onSigint);
     try {
-      const r = await runWorkspace({
+      const { result: r, error } = await runWorkspace({
         workspaceFolder: positionals[0],
         instruction,
         verifyCommand: values.verify as string | undefined,
@@ -86,6 +86,8 @@ export const runWorkspaceCommand: CliCommand = {
           else if (e.type === 'warning') console.error(`  ! ${e.message.split('\n')[0]}`);
         },
       });
+      // A run that failed part way ends the command with its error, as before the result came back as a value.
+      if (error) throw error;
       const reward = r.footer.reward;
       console.log(`Steps:      ${r.footer.steps} (ended: ${r.footer.endReason})`);
       console.log(`Reward:     ${reward ? `${reward.total.toFixed(3)} (verify: ${reward.testOutcomes?.[0]?.status})` : 'not computed (no --verify command)'}`);

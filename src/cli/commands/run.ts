@@ -134,21 +134,18 @@ export const runCommand: CliCommand = {
     if (values.select !== undefined && attempts < 2) throw new UsageError('--select needs --attempts 2 or more (e.g. --attempts 3 --select refine)');
     try {
       if (attempts > 1) return await runSeveral(baseOptions, attempts, select, values.out as string | undefined, controller.signal);
-      const result = forkFrom !== undefined
+      const { result, error } = forkFrom !== undefined
         ? await forkRun({ ...baseOptions, taskDir: positionals[0], trajectoryPath: forkFrom, step: forkStep!, outDir: values.out as string | undefined })
         : await runTask({ ...baseOptions, outDir: values.out as string | undefined });
+      if (error) {
+        console.error(`tbrl run: ${error.message}`);
+        printSummary(result);
+        return controller.signal.aborted ? 130 : 1;
+      }
       printSummary(result);
       if (result.footer.endReason === 'interrupted') return 130;
       // A run cut short by the model (it hung until the time limit, or failed) is not a success.
       return outcomeOf(result.footer).class === 'model_error' || /while the policy was answering/.test(result.footer.endMessage ?? '') ? 1 : 0;
-    } catch (err) {
-      const result = (err as { result?: RunTaskResult }).result;
-      if (err instanceof TbrlError && result) {
-        console.error(`tbrl run: ${err.message}`);
-        printSummary(result);
-        return controller.signal.aborted ? 130 : 1;
-      }
-      throw err;
     } finally {
       process.off('SIGINT', onSigint);
     }
@@ -165,7 +162,9 @@ async function runSeveral(options: RunOptions, attempts: number, select: 'best' 
     async (attempt, previousSummary) => {
       if (signal.aborted) throw new TbrlError('run-interrupted', 'Interrupted before this attempt started.');
       console.error(`\n• Attempt ${attempt}/${attempts}${previousSummary ? ' (with a summary of the previous attempt)' : ''}`);
-      const result = await runTask({ ...options, outDir: join(root, `attempt-${attempt}`), previousAttempt: previousSummary });
+      const { result, error } = await runTask({ ...options, outDir: join(root, `attempt-${attempt}`), previousAttempt: previousSummary });
+      // A failed attempt is recorded as failed (runAttempts), its summary left out as before.
+      if (error) throw error;
       printSummary(result);
       return { trajectoryPath: result.trajectoryPath, reward: result.footer.reward?.total };
     },

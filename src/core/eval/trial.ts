@@ -6,12 +6,12 @@ import { loadTask } from '../tasks/load';
 import type { JobRunConfig, JobTask, TrialRecord } from './job';
 import { TRIAL_SCHEMA } from './job';
 
-/** runTask, with the result it attaches to a thrown error returned as a value instead. */
+/** runTask's outcome, with a run that could not start (no result) as an error value too. */
 export async function runTaskSettled(options: RunTaskOptions): Promise<{ result?: RunTaskResult; error?: unknown }> {
   try {
-    return { result: await runTask(options) };
+    return await runTask(options);
   } catch (error) {
-    return { result: (error as { result?: RunTaskResult }).result, error };
+    return { error };
   }
 }
 

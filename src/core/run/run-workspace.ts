@@ -6,7 +6,7 @@ import type { Sandbox } from '../sandbox/types';
 import type { RewardRecord } from '../trajectory/schema';
 import { findDevcontainerConfig, parseDevcontainer, type DevcontainerConfig } from '../sandbox/devcontainer-config';
 import { workspacePatch } from '../sandbox/workspace';
-import { runTask, type RunTaskOptions, type RunTaskResult } from './run-task';
+import { runTask, type RunOutcome, type RunTaskOptions, type RunTaskResult } from './run-task';
 
 export const CHANGES_FILE = 'changes.patch';
 export const WORKSPACE_RUN_FILE = 'workspace-run.json';
@@ -91,9 +91,10 @@ async function verifyReward(sandbox: Sandbox, command: string, cwd: string, time
 
 /**
  * The agent on the user's own project: its devcontainer, the workspace copied in (the host files
- * are never written), an optional verify command as the reward, and the changes as a patch.
+ * are never written), an optional verify command as the reward, and the changes as a patch. Like
+ * `runTask`, a run that failed comes back with its error beside the result.
  */
-export async function runWorkspace(options: RunWorkspaceOptions): Promise<RunWorkspaceResult> {
+export async function runWorkspace(options: RunWorkspaceOptions): Promise<RunOutcome<RunWorkspaceResult>> {
   const { workspaceFolder, instruction, verifyCommand, devcontainerConfig, verifyTimeoutSec, ...rest } = options;
   const folder = resolve(options.cwd ?? process.cwd(), workspaceFolder);
   if (!existsSync(folder)) throw new TbrlError('WORKSPACE_MISSING', `${folder} does not exist.`, 'Pass the folder of your project, e.g. tbrl run-workspace . --instruction "fix the failing test"');
@@ -103,7 +104,7 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<RunWor
   if (config.allowedPrivileges.length) task.extra.allowedPrivileges = config.allowedPrivileges;
   let changes = '';
   let changesPath = '';
-  const result = await runTask({
+  const { result, error } = await runTask({
     ...rest,
     // The oracle runs a task's reference solution, which a user's project does not have.
     policy: rest.policyOverride ? rest.policy : 'model',
@@ -129,8 +130,8 @@ export async function runWorkspace(options: RunWorkspaceOptions): Promise<RunWor
       writeFileSync(join(outDir, WORKSPACE_RUN_FILE), JSON.stringify(record, null, 2) + '\n');
     },
   });
-  if (!verifyCommand) result.warnings.push('No verify command: the reward was not computed (pass --verify "<command>" to score the run).');
-  return { ...result, changes, changesPath };
+  if (!verifyCommand && !error) result.warnings.push('No verify command: the reward was not computed (pass --verify "<command>" to score the run).');
+  return { result: { ...result, changes, changesPath }, ...(error ? { error } : {}) };
 }
 
 export function readWorkspaceRun(runDir: string): { record: WorkspaceRunRecord; changes: string } {

@@ -1,10 +1,6 @@
 import { dirname } from 'node:path';
-import type Docker from 'dockerode';
-import { TbrlError, errorMessage } from '../errors';
-import type { ImageSource, Sandbox, SandboxProvider, SandboxSpec } from '../sandbox/types';
-import { LABEL_PID, LABEL_PROJECT, LABEL_RUN } from '../sandbox/types';
-import { DockerSandboxProvider, PROJECT_LABEL_VALUE } from '../sandbox/provider';
-import { resolveImage } from '../sandbox/images';
+import { TbrlError } from '../errors';
+import type { ImageSource, Sandbox, SandboxProvider, SandboxSpec, SidecarSpec, Sidecars } from '../sandbox/types';
 import { ansiCQuote } from '../sandbox/bash-quote';
 import { tarOf } from '../reward/archive';
 import type { Task } from '../tasks/model';
@@ -54,10 +50,10 @@ export async function createTaskSandbox(task: Task, options: TaskSandboxOptions)
   const spec: SandboxSpec = { image: options.image ?? taskImageSource(task), runId: options.runId, onProgress: options.onProgress, signal: options.signal, ...taskSandboxSpec(task, hostEnv) };
   let sidecars: Sidecars | undefined;
   if (rt && rt.sidecars.length > 0) {
-    if (!(options.provider instanceof DockerSandboxProvider)) {
+    if (!options.provider.startSidecars) {
       throw new TbrlError('TASK_UNSUPPORTED_FIELD', `Task ${task.id} has compose sidecars (${rt.sidecars.map((s) => s.name).join(', ')}), which only the Docker sandbox can start.`, 'Run it with the Docker sandbox provider.');
     }
-    sidecars = await startSidecars(options.provider, rt.sidecars, { runId: options.runId, internet: spec.network === true, hostEnv, onProgress: options.onProgress, signal: options.signal });
+    sidecars = await options.provider.startSidecars(sidecarSpecs(rt.sidecars, hostEnv), { runId: options.runId, internet: spec.network === true, onProgress: options.onProgress, signal: options.signal });
     spec.networkName = sidecars.network;
   }
   let sandbox: Sandbox;
@@ -118,69 +114,16 @@ export async function waitHealthy(sandbox: Sandbox, hc: HarborHealthcheck, field
   );
 }
 
-interface Sidecars {
-  network: string;
-  close: () => Promise<void>;
-}
-
-/** Starts compose services besides `main` on a network of the run's own, reachable by service name; waits for their healthchecks. */
-async function startSidecars(provider: DockerSandboxProvider, services: HarborSidecar[], o: { runId: string; internet: boolean; hostEnv: NodeJS.ProcessEnv; onProgress?: (line: string) => void; signal?: AbortSignal }): Promise<Sidecars> {
-  const docker = provider.docker;
-  const labels = { [LABEL_PROJECT]: PROJECT_LABEL_VALUE, [LABEL_RUN]: o.runId, [LABEL_PID]: String(process.pid), 'dev.tbrl.kind': 'sidecar' };
-  const name = `tbrl-${o.runId}`.slice(0, 60);
-  // Internal: the services reach each other, nothing reaches the internet (no-network tasks).
-  const network = await docker.createNetwork({ Name: name, Driver: 'bridge', Internal: !o.internet, Labels: labels, CheckDuplicate: true });
-  const containers: Docker.Container[] = [];
-  const close = async () => {
-    for (const c of containers) await c.remove({ force: true }).catch(() => undefined);
-    await network.remove().catch(() => undefined);
-  };
-  try {
-    for (const s of services) {
-      o.onProgress?.(`starting sidecar ${s.name}`);
-      const source: ImageSource = s.build ? { kind: 'dockerfile', context: s.build.context, dockerfile: s.build.dockerfile ?? 'Dockerfile' } : { kind: 'image', image: s.image! };
-      const resolved = await resolveImage(provider.connection, { image: source, runId: o.runId, onProgress: o.onProgress, signal: o.signal }, {});
-      const hc = s.healthcheck;
-      const env = resolveEnvTemplates(s.environment, o.hostEnv, `compose service ${s.name} environment`);
-      const container = await docker.createContainer({
-        Image: resolved.image,
-        Labels: labels,
-        Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
-        ...(s.command ? { Cmd: s.command } : {}),
-        ...(s.entrypoint ? { Entrypoint: s.entrypoint } : {}),
-        ...(hc ? { Healthcheck: { Test: hc.test, Interval: hc.intervalSec * 1e9, Timeout: hc.timeoutSec * 1e9, Retries: hc.retries, StartPeriod: hc.startPeriodSec * 1e9 } } : {}),
-        HostConfig: { NetworkMode: name, SecurityOpt: ['no-new-privileges'], Memory: 1024 ** 3, PidsLimit: 512 },
-        NetworkingConfig: { EndpointsConfig: { [name]: { Aliases: [s.name] } } },
-      });
-      containers.push(container);
-      await container.start();
-    }
-    for (const [i, s] of services.entries()) {
-      if (s.healthcheck) await waitSidecarHealthy(containers[i], s, o.signal);
-    }
-  } catch (err) {
-    await close();
-    if (err instanceof TbrlError) throw err;
-    throw new TbrlError('SIDECAR_FAILED', `a compose sidecar of the task could not be started: ${errorMessage(err)}`, 'Check environment/docker-compose.yaml (image or build of each service) and that its images build here.', { cause: err });
-  }
-  return { network: name, close };
-}
-
-async function waitSidecarHealthy(container: Docker.Container, s: HarborSidecar, signal?: AbortSignal): Promise<void> {
-  const hc = s.healthcheck!;
-  const deadline = Date.now() + (hc.startPeriodSec + (hc.intervalSec + hc.timeoutSec) * (hc.retries + 1)) * 1000 + 10_000;
-  for (;;) {
-    signal?.throwIfAborted();
-    const state = (await container.inspect()).State;
-    if (!state.Running) throw new TbrlError('SIDECAR_FAILED', `compose sidecar '${s.name}' exited with code ${state.ExitCode} before it became healthy`, 'Check the service\'s command and image (`docker logs` of a manual run shows why it stops).');
-    const status = state.Health?.Status;
-    if (status === 'healthy') return;
-    if (status === 'unhealthy' || Date.now() > deadline) {
-      const log = state.Health?.Log?.at(-1)?.Output?.trim().slice(0, 200) ?? '';
-      throw new TbrlError('SIDECAR_FAILED', `compose sidecar '${s.name}' did not become healthy (${status ?? 'no status'}${log ? `: ${log}` : ''})`, 'Check the service\'s healthcheck test in environment/docker-compose.yaml.');
-    }
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
+/** The compose services of a Harbor task in the sandbox's terms: images to start, env resolved from the host. */
+export function sidecarSpecs(services: HarborSidecar[], hostEnv: NodeJS.ProcessEnv): SidecarSpec[] {
+  return services.map((s) => ({
+    name: s.name,
+    image: s.build ? { kind: 'dockerfile', context: s.build.context, dockerfile: s.build.dockerfile ?? 'Dockerfile' } : { kind: 'image', image: s.image! },
+    env: resolveEnvTemplates(s.environment, hostEnv, `compose service ${s.name} environment`),
+    ...(s.command ? { command: s.command } : {}),
+    ...(s.entrypoint ? { entrypoint: s.entrypoint } : {}),
+    ...(s.healthcheck ? { healthcheck: s.healthcheck } : {}),
+  }));
 }
 
 /**
@@ -217,7 +160,7 @@ export async function withVerifierSandbox<T>(task: Task, sandbox: Sandbox, provi
     return await body(verifier);
   } finally {
     await verifier?.close().catch(() => undefined);
-    if (provider instanceof DockerSandboxProvider) await provider.removeCheckpoint(checkpoint).catch(() => undefined);
+    await provider.removeCheckpoint(checkpoint).catch(() => undefined);
   }
 }
 

@@ -1,8 +1,9 @@
 import { posix } from 'node:path';
 import type { Readable, Duplex } from 'node:stream';
 import type Docker from 'dockerode';
-import type { Checkpoint, ExecOptions, ExecResult, Sandbox, SandboxInfo, SandboxLimits } from './types';
-import { LABEL_PROJECT, LABEL_RUN, LABEL_PID } from './types';
+import type { Checkpoint, ExecOptions, ExecResult, ImageRef, Sandbox, SandboxInfo, SandboxLimits } from './types';
+import { LABEL_PROJECT, LABEL_RUN, LABEL_PID, LABEL_KIND, LABEL_STEP } from './types';
+import { containerImage, imageOriginals, workspaceOriginals, type OriginalSource } from '../attribution/originals';
 import { containerAuxRunner, PersistentShell, ShellEndedError, ShellUnresponsiveError, type AuxRunner } from './shell';
 import { TbrlError } from '../errors';
 import { CappedOutput } from './output-cap';
@@ -14,9 +15,7 @@ import { mapDockerError } from './docker-client';
 import { workspacePatch } from './workspace';
 import { ContainerGoneError, ContainerOomError, DockerDiedError, SandboxFileError, isNoSuchContainer, statusCode } from './errors';
 
-/** Label on checkpoint images so gc and the leak check can tell them from task images. */
-export const LABEL_KIND = 'dev.tbrl.kind';
-export const LABEL_STEP = 'dev.tbrl.step';
+export { LABEL_KIND, LABEL_STEP } from './types';
 
 export interface DockerSandboxInit {
   docker: Docker;
@@ -32,6 +31,7 @@ export interface DockerSandboxInit {
 
 export class DockerSandbox implements Sandbox {
   readonly info: SandboxInfo;
+  private readonly docker: Docker;
   private readonly container: Docker.Container;
   private readonly runAux: AuxRunner;
   private readonly limits: SandboxLimits;
@@ -47,6 +47,7 @@ export class DockerSandbox implements Sandbox {
   workspace?: { hostPath: string; containerPath: string; mode: 'copy' | 'bind' };
 
   constructor(init: DockerSandboxInit) {
+    this.docker = init.docker;
     this.container = init.container;
     this.runAux = containerAuxRunner(init.container);
     this.info = init.info;
@@ -280,6 +281,15 @@ export class DockerSandbox implements Sandbox {
   async workspaceChanges(): Promise<string> {
     if (!this.workspace || this.workspace.mode !== 'copy') return '';
     return this.guard('reading the workspace', () => workspacePatch(this, this.workspace!.hostPath, this.workspace!.containerPath));
+  }
+
+  originalImage(): Promise<ImageRef> {
+    return containerImage(this.docker, this.info.containerId, this.info.image);
+  }
+
+  originals(image: ImageRef, runId: string): OriginalSource {
+    const fromImage = imageOriginals(this.docker, image, runId);
+    return this.workspace ? workspaceOriginals(fromImage, this.workspace) : fromImage;
   }
 
   async close(): Promise<void> {

@@ -1,11 +1,12 @@
 import type Docker from 'dockerode';
-import type { Checkpoint, Sandbox, SandboxInfo, SandboxLimits, SandboxProvider, SandboxSpec } from './types';
+import type { Checkpoint, Sandbox, SandboxInfo, SandboxLimits, SandboxProvider, SandboxSpec, SidecarSpec, Sidecars } from './types';
 import { DEFAULT_LIMITS, LABEL_PID, LABEL_PROJECT, LABEL_RUN } from './types';
 import { DockerSandbox, LABEL_KIND } from './docker-sandbox';
 import { connectDocker, ensureDaemon, initAvailable, mapDockerError, type DockerConnection, type DockerConnectionOptions } from './docker-client';
 import { ImageMissingError, statusCode } from './errors';
 import { resolveImage, type ImageResolverOptions, type ResolvedImage } from './images';
 import { gcSandboxes } from './gc';
+import { startDockerSidecars } from './sidecars';
 import { TbrlError } from '../errors';
 
 export const PROJECT_LABEL_VALUE = 'tbrl';
@@ -91,6 +92,10 @@ export class DockerSandboxProvider implements SandboxProvider {
     await this.docker.getImage(checkpoint.imageId).remove({ force: true }).catch((err) => {
       if (statusCode(err) !== 404) throw mapDockerError(err, 'removing a checkpoint image', { target: this.connection.target, connected: true });
     });
+  }
+
+  startSidecars(services: SidecarSpec[], options: { runId: string; internet: boolean; onProgress?: (line: string) => void; signal?: AbortSignal }): Promise<Sidecars> {
+    return startDockerSidecars(this.connection, PROJECT_LABEL_VALUE, services, options);
   }
 
   gc(options: { all?: boolean } = {}): Promise<{ containers: number; images: number }> {

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { CommandTrace } from '../trace/types';
+import type { OriginalSource } from '../attribution/originals';
 
 /** Where a sandbox's image comes from. */
 export type ImageSource =
@@ -117,6 +118,37 @@ export interface Sandbox {
   checkpoint(step: number): Promise<Checkpoint>;
   /** Stop and remove the container. Idempotent. */
   close(): Promise<void>;
+  /** The image this container was created from: its name and, when the daemon answers, the exact image id. */
+  originalImage(): Promise<ImageRef>;
+  /**
+   * What paths held before the run, for the editor's diff of the agent's changes: read from `image`
+   * (the root run's: a fork's own image is a checkpoint) and, for a workspace copied in from the
+   * host, from the host folder. Nothing is created until the first read; `close()` removes it.
+   */
+  originals(image: ImageRef, runId: string): OriginalSource;
+}
+
+/** An image by the name a run used and, when known, its exact id. */
+export interface ImageRef {
+  name: string;
+  id?: string;
+}
+
+/** Compose services a task starts beside its sandbox, on a network of the run's own. */
+export interface SidecarSpec {
+  name: string;
+  image: ImageSource;
+  /** Already resolved (no `${VAR}` templates left). */
+  env: Record<string, string>;
+  command?: string[];
+  entrypoint?: string[];
+  healthcheck?: { test: string[]; intervalSec: number; timeoutSec: number; retries: number; startPeriodSec: number };
+}
+
+export interface Sidecars {
+  /** The network the sandbox joins (`SandboxSpec.networkName`) to reach them by service name. */
+  network: string;
+  close(): Promise<void>;
 }
 
 export interface SandboxProvider {
@@ -125,9 +157,16 @@ export interface SandboxProvider {
   fork(checkpoint: Checkpoint, spec: Omit<SandboxSpec, 'image'>): Promise<Sandbox>;
   /** Remove containers (and checkpoint images) of runs whose process is gone, or all with `all`. */
   gc(options?: { all?: boolean }): Promise<{ containers: number; images: number }>;
+  /** Deletes a checkpoint image once nothing needs to resume or branch from it. */
+  removeCheckpoint(checkpoint: Checkpoint): Promise<void>;
+  /** Starts sidecar services and waits for their healthchecks; absent where the provider cannot. */
+  startSidecars?(services: SidecarSpec[], options: { runId: string; internet: boolean; onProgress?: (line: string) => void; signal?: AbortSignal }): Promise<Sidecars>;
 }
 
 /** Labels on everything the project creates, so leaks are findable. */
 export const LABEL_PROJECT = 'dev.tbrl.project';
 export const LABEL_RUN = 'dev.tbrl.run';
 export const LABEL_PID = 'dev.tbrl.pid';
+/** Label on checkpoint images (and originals containers, sidecars) so gc and the leak check can tell them apart. */
+export const LABEL_KIND = 'dev.tbrl.kind';
+export const LABEL_STEP = 'dev.tbrl.step';

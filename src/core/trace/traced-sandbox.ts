@@ -2,7 +2,8 @@ import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { connectDocker } from '../sandbox/docker-client';
-import type { Checkpoint, ExecOptions, ExecResult, Sandbox, SandboxInfo } from '../sandbox/types';
+import type { Checkpoint, ExecOptions, ExecResult, ImageRef, Sandbox, SandboxInfo } from '../sandbox/types';
+import type { OriginalSource } from '../attribution/originals';
 import { aggregate } from './aggregate';
 import { StraceHelper, TracerUnavailable } from './helper';
 import { FileHistory } from './file-history';
@@ -388,6 +389,14 @@ class Traced implements TracedSandbox {
     if (!shell) return checkpoint;
     const state = await shell.state();
     return { ...checkpoint, cwd: state.cwd, env: state.env };
+  }
+
+  originalImage(): Promise<ImageRef> {
+    return this.inner.originalImage();
+  }
+
+  originals(image: ImageRef, runId: string): OriginalSource {
+    return this.inner.originals(image, runId);
   }
 
   async close(): Promise<void> {

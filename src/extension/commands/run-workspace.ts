@@ -89,7 +89,7 @@ export const runAgentOnWorkspace: CommandDef = {
       const abort = new AbortController();
       token.onCancellationRequested(() => abort.abort('cancelled'));
       try {
-        return await runWorkspace({
+        const { result, error } = await runWorkspace({
           workspaceFolder: folder.uri.fsPath,
           instruction,
           verifyCommand: verifyCommand.trim() || undefined,
@@ -113,6 +113,8 @@ export const runAgentOnWorkspace: CommandDef = {
             else if (e.type === 'warning') ctx.output.warn(e.message);
           },
         });
+        if (error) throw error;
+        return result;
       } catch (err) {
         if (!token.isCancellationRequested) void vscode.window.showErrorMessage(`The agent run failed: ${errorMessage(err)}`, 'Show output').then((c) => c && ctx.output.show());
         return undefined;

@@ -100,18 +100,19 @@ export function startLiveRun(args: LaunchArgs, hooks: LiveHooks, forkFrom?: Fork
       else if (e.type === 'build') hooks.output(e.line);
     },
   }).then(
-    (result) => {
+    ({ result, error }) => {
+      if (error) {
+        // A failed run still made its sandbox (and maybe checkpoints) under this header.
+        hooks.onHeader(result.header);
+        hooks.onError(errorMessage(error));
+        return;
+      }
       header = result.header;
       instruction = result.header.task.instruction;
       hooks.onHeader(result.header);
       hooks.onEnd(result.footer, result.trajectoryPath);
     },
-    (err) => {
-      // A failed run still made its sandbox (and maybe checkpoints) under this header.
-      const failed = (err as { result?: { header: TrajectoryHeader } }).result;
-      if (failed) hooks.onHeader(failed.header);
-      hooks.onError(errorMessage(err));
-    },
+    (err) => hooks.onError(errorMessage(err)),
   ).finally(() => settle());
   // The header is on disk as soon as the sandbox is up; read it lazily for labels and the thread name.
   void (async () => {
