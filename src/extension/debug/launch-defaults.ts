@@ -5,8 +5,8 @@ import { defaultVerifier } from '../../core/run/config';
 
 /**
  * What a `tbrl` launch configuration becomes before the adapter sees it: paths resolved against
- * the workspace folder, and for a live run the limits, checkpointing, allowed privilege keys and model from settings (the
- * launch's "profile", else tbrl.model.profile, over tbrl.model.*), with the API key read from
+ * the workspace folder, and for a live run the limits, checkpointing, allowed privilege keys and
+ * model from settings (the launch's "profile", else tbrl.model.profile, over tbrl.model.*), with the API key read from
  * SecretStorage only now, so it is never in launch.json. Attributes the launch sets always win.
  * No vscode import: the debug configuration provider calls this and the unit tests do too.
  */

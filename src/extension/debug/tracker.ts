@@ -15,9 +15,9 @@ export interface RunChange {
 /**
  * Which debug session shows which trajectory and where it is stopped, from the adapter's custom
  * events (protocol.ts: tbrl/loaded, tbrl/stopped, tbrl/step, tbrl/forked). A live session names
- * its trajectory only at its stops (tbrl/stopped) and its end (tbrl/loaded), so on its steps the tracker asks the
- * adapter (tbrl/state). It also relays the human decisions taken on waiting turns. The trace graph
- * and the step inspector use it to follow and drive the debugger.
+ * its trajectory only at its stops (tbrl/stopped) and its end (tbrl/loaded), so on its steps the
+ * tracker asks the adapter (tbrl/state). It also relays the human decisions taken on waiting
+ * turns. The trace graph and the step inspector use it to follow and drive the debugger.
  */
 export class DebugTracker implements vscode.Disposable {
   private readonly trajectories = new Map<string, string>();
