@@ -11,7 +11,7 @@ import { DebugView } from './pages/debug-view';
 import { EvalComparePage } from './pages/eval-compare';
 import { writeEvalJob } from '../helpers/eval-jobs-fixture';
 import { compareJobs, loadJob } from '../../src/core/eval/compare';
-import { rateColour } from '../../src/core/eval/view-model';
+import { rateColour } from '../../webview/eval-compare/matrix';
 
 // The Eval Jobs view and the comparison webview in a real VS Code (code-server) over two job
 // directories written by the core's own writers; no trial runs (the trials' trajectories are the

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { readTrajectory } from '../../src/core/trajectory/reader';
-import type { PendingTurnInfo } from '../../src/extension/debug/decisions';
+import type { PendingTurnInfo } from '../../src/core/debug/turn';
 import { startOpenAIServer } from '../helpers/openai-server';
 import { CANDIDATES, SECOND, scriptedCandidates } from '../helpers/scripted-candidates';
 import { startAdapterServer, type AdapterServer } from '../helpers/adapter-server';

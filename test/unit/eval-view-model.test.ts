@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeEvalJob } from '../helpers/eval-jobs-fixture';
 import { compareJobs, loadJob } from '../../src/core/eval/compare';
-import { buildMatrix, differenceLine, filterRows, jobDescription, rateColour, sortRows, summariseJob, taskDescription, trialDescription, type MatrixRow } from '../../src/core/eval/view-model';
+import { jobDescription, summariseJob, taskDescription, trialDescription } from '../../src/core/eval/view-model';
+import { buildMatrix, differenceLine, filterRows, rateColour, sortRows, type MatrixRow } from '../../webview/eval-compare/matrix';
 
 function twoJobs(): { root: string; a: string; b: string } {
   const root = mkdtempSync(join(tmpdir(), 'tbrl-eval-vm-'));

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { choiceItems, decideRequest, decidedMessage, normalizeChoice, type PendingTurnInfo } from '../../src/extension/debug/decisions';
+import { choiceItems, decideRequest, decidedMessage, normalizeChoice } from '../../src/extension/debug/decisions';
+import type { PendingTurnInfo } from '../../src/core/debug/turn';
 
 // The decision logic both the Decide Turn quick pick and the step inspector's buttons go through.
 const turn: PendingTurnInfo = {

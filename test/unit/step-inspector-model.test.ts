@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseTrajectory } from '../../src/core/trajectory/reader';
 import { buildPendingStepView, buildStepView } from '../../webview/step-inspector/model';
-import type { PendingTurnInfo } from '../../src/extension/debug/decisions';
+import type { PendingTurnInfo } from '../../src/core/debug/turn';
 import { syntheticTrajectory } from '../helpers/trajectory-fixture';
 import type { StepRecord, TrajectoryFooter } from '../../src/core/trajectory/schema';
 

@@ -1,5 +1,5 @@
 import { Endpoint } from '../shared/ipc';
-import { differenceLine, filterRows, pct, signedPoints, sortRows } from '../../src/core/eval/view-model';
+import { differenceLine, filterRows, pct, signedPoints, sortRows } from './matrix';
 import { ComparisonChanged, GetComparison, OpenTrial, type MatrixView, type SortBy } from './protocol';
 
 interface VsCodeApi {

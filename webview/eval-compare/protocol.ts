@@ -1,7 +1,7 @@
 import { notification, request } from '../shared/ipc';
-import type { MatrixView } from '../../src/core/eval/view-model';
+import type { MatrixView } from './matrix';
 
-export type { MatrixView, MatrixRow, MatrixCell, SortBy } from '../../src/core/eval/view-model';
+export type { MatrixView, MatrixRow, MatrixCell, SortBy } from './matrix';
 
 /** Webview → extension: the tasks × jobs matrix (asked on load and after the panel is shown again). */
 export const GetComparison = request<void, MatrixView>('evalCompare/get');

@@ -1,5 +1,5 @@
 import type { RewardRecord, StepRecord, TrajectoryFooter } from '../../src/core/trajectory/schema';
-import type { PendingTurnInfo } from '../../src/extension/debug/decisions';
+import type { PendingTurnInfo } from '../../src/core/debug/turn';
 
 /**
  * The step inspector's view of one step, computed on the extension side from trajectory records

@@ -1,9 +1,9 @@
 import { notification, request } from '../shared/ipc';
 import type { StepView } from './model';
-import type { TurnChoice } from '../../src/extension/debug/decisions';
+import type { TurnChoice } from '../../src/core/debug/turn';
 
 export type { StepView, CandidateView, RewardRow, MatrixView } from './model';
-export type { TurnChoice } from '../../src/extension/debug/decisions';
+export type { TurnChoice } from '../../src/core/debug/turn';
 
 export interface InspectorPayload {
   trajectory: string;

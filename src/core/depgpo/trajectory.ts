@@ -37,7 +37,7 @@ export function commandText(kind: string, input: Record<string, unknown>): strin
 }
 
 /** Commands of the trajectory in execution order, with steps renumbered 0..T-1 in record order. */
-export function trajectoryCommands(steps: StepRecord[]): DepgpoCommand[] {
+export function trajectoryCommands(steps: readonly StepRecord[]): DepgpoCommand[] {
   const commands: DepgpoCommand[] = [];
   steps.forEach((s, t) => {
     (s.actions ?? []).forEach((a, i) => {

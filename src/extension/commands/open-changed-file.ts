@@ -5,6 +5,7 @@ import { readTrajectory } from '../../core/trajectory/reader';
 import type { CommandContext, CommandDef } from './context';
 import { pickTrajectory } from './pick';
 import { containerUri } from '../attribution/uri';
+import { SelectStepRequest, sendCustomRequest } from '../debug/protocol';
 
 /**
  * A file the agent changed, as a diff: the image's content on the left (empty for a file the
@@ -79,7 +80,7 @@ export const selectStep: CommandDef = {
       if (pick === open && trajectory) await vscode.commands.executeCommand('tbrl.openTrajectory', vscode.Uri.file(trajectory));
       return false;
     }
-    await session.customRequest('tbrl/selectStep', { step });
+    await sendCustomRequest(session, SelectStepRequest, { step });
     return true;
   },
 };

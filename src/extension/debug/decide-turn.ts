@@ -1,11 +1,13 @@
 import * as vscode from 'vscode';
 import { errorMessage } from '../../core/errors';
-import { decideRequest, decidedMessage, normalizeChoice, type PendingTurnInfo, type TurnChoice } from './decisions';
+import type { PendingTurnInfo, TurnChoice } from '../../core/debug/turn';
+import { decideRequest, decidedMessage, normalizeChoice } from './decisions';
+import { DecideRequest, PendingTurnRequest, sendCustomRequest } from './protocol';
 import type { DebugTracker } from './tracker';
 
 /** The turn a live tbrl session waits before, or undefined when it waits before none. */
 export async function pendingTurnOf(session: vscode.DebugSession): Promise<PendingTurnInfo | undefined> {
-  const body = (await session.customRequest('tbrl/pendingTurn')) as { pending?: PendingTurnInfo | null } | undefined;
+  const body = await sendCustomRequest(session, PendingTurnRequest);
   return body?.pending ?? undefined;
 }
 
@@ -35,7 +37,7 @@ export async function decideTurn(tracker: DebugTracker, session: vscode.DebugSes
   }
   let labels: number | undefined;
   try {
-    const body = (await session.customRequest('tbrl/decide', decideRequest(c, text))) as { labels?: unknown } | undefined;
+    const body = await sendCustomRequest(session, DecideRequest, decideRequest(c, text));
     labels = typeof body?.labels === 'number' ? body.labels : undefined;
   } catch (err) {
     return { sent: false, message: errorMessage(err) };

@@ -1,25 +1,14 @@
-import type { CandidateRecord, VerifierDecisionRecord } from '../../core/trajectory/schema';
+import type { HumanDecision, PendingTurnInfo, TurnChoice } from '../../core/debug/turn';
 
 /**
  * Human-in-the-loop decisions on a live run's waiting turn, shared by the `TBRL: Decide Turn`
  * quick pick and the step inspector's buttons (pure: no vscode, so both front ends and a unit
- * test see the same choices, requests and messages).
+ * test see the same choices, requests and messages). The data types are in core/debug/turn.ts,
+ * where the step inspector webview imports them from.
  */
 
-/** What `tbrl/pendingTurn` answers while a live run waits before a turn (the body is `{ pending: null }` otherwise). */
-export interface PendingTurnInfo {
-  step: number;
-  /** The turn that would run: the policy's (the verifier's) pick. */
-  text: string;
-  candidates: CandidateRecord[];
-  chosen: number;
-  decision?: VerifierDecisionRecord;
-}
-
-export type TurnChoice = { action: 'accept' } | { action: 'pick'; candidate: number } | { action: 'edit'; text?: string } | { action: 'stop' };
-
 /** The body of `tbrl/decide` for a choice; every choice but stop pauses again before the next turn, as stepping does. */
-export function decideRequest(choice: TurnChoice, text?: string): Record<string, unknown> {
+export function decideRequest(choice: TurnChoice, text?: string): HumanDecision {
   if (choice.action === 'stop') return { action: 'stop' };
   if (choice.action === 'edit') return { action: 'edit', text: text ?? choice.text, stopAfter: true };
   if (choice.action === 'pick') return { action: 'pick', candidate: choice.candidate, stopAfter: true };

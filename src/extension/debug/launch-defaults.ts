@@ -5,8 +5,8 @@ import { defaultVerifier } from '../../core/run/config';
 
 /**
  * What a `tbrl` launch configuration becomes before the adapter sees it: paths resolved against
- * the workspace folder, and for a live run the limits, checkpointing and model from settings (the
- * launch's "profile", else tbrl.model.profile, over tbrl.model.*), with the API key read from
+ * the workspace folder, and for a live run the limits, checkpointing, allowed privilege keys and
+ * model from settings (the launch's "profile", else tbrl.model.profile, over tbrl.model.*), with the API key read from
  * SecretStorage only now, so it is never in launch.json. Attributes the launch sets always win.
  * No vscode import: the debug configuration provider calls this and the unit tests do too.
  */
@@ -21,6 +21,8 @@ export async function fillLaunchDefaults(args: LaunchArgs, base: string, s: Tbrl
   args.maxTimeSec ??= s.limits.maxTimeSec;
   args.checkpoint ??= s.debug.checkpoint;
   args.stopBeforeEveryAction ??= s.debug.stopBeforeEveryAction;
+  // As `tbrl run --allow-privilege`; with none set, the run still reads TBRL_ALLOW_PRIVILEGES like the CLI.
+  if (args.allowPrivileges === undefined && s.sandbox.allowPrivileges.length) args.allowPrivileges = [...s.sandbox.allowPrivileges];
   if (args.policy === 'oracle') return args;
   if (args.policy === 'local') {
     // No endpoint: runTask starts `tbrl serve` on the cached model (and says so in the output).

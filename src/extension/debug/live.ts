@@ -4,38 +4,12 @@ import { runTask } from '../../core/run/run-task';
 import type { ForkSource } from '../../core/run/fork';
 import { DockerSandboxProvider } from '../../core/sandbox/provider';
 import { LABEL_RUN } from '../../core/sandbox/types';
-import type { BeforeExecuteDecision, PendingTurn } from '../../core/agent/loop';
-import type { StepRecord, TrajectoryFooter, TrajectoryHeader } from '../../core/trajectory/schema';
+import type { TrajectoryHeader } from '../../core/trajectory/schema';
 import { stepObservation } from '../../core/trajectory/observation';
 import { appendLabels, humanLabels, type HumanChoice } from '../../core/verifier/labels';
 import { errorMessage } from '../../core/errors';
 import type { LaunchArgs } from './launch-args';
-
-export type HumanDecision =
-  | { action: 'accept'; stopAfter?: boolean; candidate?: undefined; text?: undefined }
-  | { action: 'pick'; candidate?: number; stopAfter?: boolean; text?: undefined }
-  | { action: 'edit'; text?: string; stopAfter?: boolean; candidate?: undefined }
-  | { action: 'stop'; stopAfter?: boolean; candidate?: undefined; text?: undefined };
-
-export interface LiveHooks {
-  output(text: string): void;
-  onHeader(h: TrajectoryHeader): void;
-  onStep(s: StepRecord): void;
-  beforeExecute(step: number, turn: PendingTurn): Promise<BeforeExecuteDecision>;
-  onEnd(footer: TrajectoryFooter | undefined, trajectoryPath: string | undefined): void;
-  onError(message: string): void;
-}
-
-export interface LiveRun {
-  readonly outDir: string;
-  readonly trajectoryPath: string;
-  readonly labelsPath: string;
-  cancel(): void;
-  /** Settles once the run has ended and its sandbox is closed (whatever the outcome). */
-  readonly done: Promise<void>;
-  /** Human choices become preference labels next to the trajectory (labels.jsonl). */
-  recordDecision(step: number, turn: PendingTurn, d: HumanDecision, history: StepRecord[]): Promise<number>;
-}
+import type { LiveHooks, LiveRun } from '../../core/debug/runtime';
 
 function stamp(): string {
   return new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
@@ -92,6 +66,7 @@ export function startLiveRun(args: LaunchArgs, hooks: LiveHooks, forkFrom?: Fork
     ...(forkFrom ? { forkFrom } : {}),
     trace: args.trace,
     skipReward: args.skipReward,
+    allowPrivileges: args.allowPrivileges,
     signal: abort.signal,
     beforeExecute: hooks.beforeExecute,
     onProgress: (e) => {

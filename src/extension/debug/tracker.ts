@@ -1,4 +1,6 @@
 import * as vscode from 'vscode';
+import type { DebugState } from '../../core/debug/runtime';
+import { customEventBody, ForkedEvent, LoadedEvent, sendCustomRequest, StateRequest, StepEvent, StoppedEvent } from './protocol';
 
 /** A session's trajectory grew, ended, or was replaced by another one (restart frame, step back that restores). */
 export interface RunChange {
@@ -12,10 +14,10 @@ export interface RunChange {
 
 /**
  * Which debug session shows which trajectory and where it is stopped, from the adapter's custom
- * events (tbrl/loaded, tbrl/stopped, tbrl/step, tbrl/forked). A live session names its trajectory
- * only at its stops (tbrl/stopped) and its end (tbrl/loaded), so on its steps the tracker asks the
- * adapter (tbrl/state). It also relays the human decisions taken on waiting turns. The trace graph
- * and the step inspector use it to follow and drive the debugger.
+ * events (protocol.ts: tbrl/loaded, tbrl/stopped, tbrl/step, tbrl/forked). A live session names
+ * its trajectory only at its stops (tbrl/stopped) and its end (tbrl/loaded), so on its steps the
+ * tracker asks the adapter (tbrl/state). It also relays the human decisions taken on waiting
+ * turns. The trace graph and the step inspector use it to follow and drive the debugger.
  */
 export class DebugTracker implements vscode.Disposable {
   private readonly trajectories = new Map<string, string>();
@@ -34,24 +36,27 @@ export class DebugTracker implements vscode.Disposable {
     this.disposables.push(
       vscode.debug.onDidReceiveDebugSessionCustomEvent((e) => {
         if (e.session.type !== 'tbrl') return;
-        if (e.event === 'tbrl/loaded' && typeof e.body?.trajectory === 'string') {
-          this.trajectories.set(e.session.id, e.body.trajectory);
+        const loaded = customEventBody(e, LoadedEvent);
+        if (typeof loaded?.trajectory === 'string') {
+          this.trajectories.set(e.session.id, loaded.trajectory);
           this.live.set(e.session.id, false);
-          this.runEmitter.fire({ session: e.session, trajectory: e.body.trajectory, reason: 'loaded', live: false });
+          this.runEmitter.fire({ session: e.session, trajectory: loaded.trajectory, reason: 'loaded', live: false });
         }
-        if (e.event === 'tbrl/forked' && typeof e.body?.trajectory === 'string') {
-          const previous = this.trajectories.get(e.session.id) ?? (typeof e.body.from === 'string' ? e.body.from : undefined);
-          this.trajectories.set(e.session.id, e.body.trajectory);
+        const forked = customEventBody(e, ForkedEvent);
+        if (typeof forked?.trajectory === 'string') {
+          const previous = this.trajectories.get(e.session.id) ?? (typeof forked.from === 'string' ? forked.from : undefined);
+          this.trajectories.set(e.session.id, forked.trajectory);
           this.live.set(e.session.id, true);
-          this.runEmitter.fire({ session: e.session, trajectory: e.body.trajectory, previous, reason: 'forked', live: true });
+          this.runEmitter.fire({ session: e.session, trajectory: forked.trajectory, previous, reason: 'forked', live: true });
         }
-        if (e.event === 'tbrl/step') void this.refresh(e.session, 'step');
-        if (e.event === 'tbrl/stopped') {
+        if (e.event === StepEvent.method) void this.refresh(e.session, 'step');
+        const stopped = customEventBody(e, StoppedEvent);
+        if (stopped) {
           const previous = this.trajectories.get(e.session.id);
-          const named = typeof e.body?.trajectory === 'string' ? e.body.trajectory : undefined;
+          const named = typeof stopped.trajectory === 'string' ? stopped.trajectory : undefined;
           if (named) this.trajectories.set(e.session.id, named);
-          this.steps.set(e.session.id, e.body.step);
-          this.emitter.fire({ session: e.session, trajectory: this.trajectories.get(e.session.id) ?? e.session.configuration.trajectory, step: e.body.step, pending: e.body.pending === true });
+          this.steps.set(e.session.id, stopped.step);
+          this.emitter.fire({ session: e.session, trajectory: this.trajectories.get(e.session.id) ?? e.session.configuration.trajectory, step: stopped.step, pending: stopped.pending === true });
           // A step back that restores starts the task again without tbrl/forked: its first stop names the new file.
           if (named && previous && previous !== named) this.runEmitter.fire({ session: e.session, trajectory: named, previous, reason: 'stopped', live: this.live.get(e.session.id) !== false });
           // Only a session that runs a task can move to another trajectory; a replay keeps its own.
@@ -74,9 +79,9 @@ export class DebugTracker implements vscode.Disposable {
    * task again without a tbrl/forked event, so a changed path is reported as a replacement too.
    */
   private async refresh(session: vscode.DebugSession, reason: RunChange['reason']): Promise<string | undefined> {
-    let state: { trajectory?: unknown; live?: unknown } | undefined;
+    let state: Partial<DebugState> | undefined;
     try {
-      state = await session.customRequest('tbrl/state');
+      state = await sendCustomRequest(session, StateRequest);
     } catch {
       return this.trajectories.get(session.id); // the session ended meanwhile
     }

@@ -109,7 +109,7 @@ export function filesScope(step: StepRecord): VarNode[] {
   return out;
 }
 
-export function runScope(footer: TrajectoryFooter | undefined, stepIndex: number, steps: StepRecord[] = []): VarNode[] {
+export function runScope(footer: TrajectoryFooter | undefined, stepIndex: number, steps: readonly StepRecord[] = []): VarNode[] {
   if (!footer) return [leaf('status', 'running or interrupted: no reward yet')];
   const out: VarNode[] = [leaf('endReason', footer.endReason)];
   const r = footer.reward;

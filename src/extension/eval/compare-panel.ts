@@ -3,7 +3,7 @@ import { basename } from 'node:path';
 import { Endpoint } from '../../../webview/shared/ipc';
 import { ComparisonChanged, GetComparison, OpenTrial, type MatrixView } from '../../../webview/eval-compare/protocol';
 import { compareJobs, loadJob, type LoadedJob } from '../../core/eval/compare';
-import { buildMatrix } from '../../core/eval/view-model';
+import { buildMatrix } from '../../../webview/eval-compare/matrix';
 import { trialTrajectory } from '../views/jobs';
 import { webviewHtml, webviewResourceRoots } from '../webview/html';
 import type { CommandContext } from '../commands/context';

@@ -6,6 +6,7 @@ import { graphWithRun } from './data';
 import { errorMessage } from '../../core/errors';
 import { webviewHtml, webviewResourceRoots } from '../webview/html';
 import type { DebugTracker, RunChange } from '../debug/tracker';
+import { SelectStepRequest, sendCustomRequest } from '../debug/protocol';
 
 /** A live run can write many steps a second: redraw at most this often… */
 const REDRAW_QUIET_MS = 250;
@@ -55,7 +56,7 @@ export class TraceGraphPanel {
       if (!session) return { selected: false, reason: 'No debug session of this run is active: start one with "TBRL: Open Trajectory" to select steps from the graph.' };
       // The debugger opens the step's turn in the active editor group; make that the first group, not the graph's.
       await vscode.commands.executeCommand('workbench.action.focusFirstEditorGroup');
-      await session.customRequest('tbrl/selectStep', { step });
+      await sendCustomRequest(session, SelectStepRequest, { step });
       return { selected: true };
     });
     this.disposables.push(tracker.onStopped(({ trajectory, step }) => {

@@ -7,7 +7,8 @@ import { errorMessage } from '../../core/errors';
 import { webviewHtml, webviewOptions } from '../webview/html';
 import type { DebugTracker } from '../debug/tracker';
 import { decideTurn, pendingTurnOf } from '../debug/decide-turn';
-import type { PendingTurnInfo } from '../debug/decisions';
+import type { PendingTurnInfo } from '../../core/debug/turn';
+import { SelectStepRequest, sendCustomRequest } from '../debug/protocol';
 
 /**
  * One step-inspector panel at a time. It follows whichever tbrl debug session stops (the step
@@ -49,7 +50,7 @@ export class StepInspectorPanel {
       const session = this.tracker.sessionFor(this.trajectory);
       if (!session) return { selected: false, reason: 'No debug session of this run is active: start one with "TBRL: Open Trajectory" to select steps from the inspector.' };
       await vscode.commands.executeCommand('workbench.action.focusFirstEditorGroup');
-      await session.customRequest('tbrl/selectStep', { step: target });
+      await sendCustomRequest(session, SelectStepRequest, { step: target });
       return { selected: true };
     });
     this.ipc.onRequest(Decide, async ({ step: waiting, choice }) => {

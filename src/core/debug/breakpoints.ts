@@ -1,4 +1,4 @@
-import type { StepRecord } from '../../core/trajectory/schema';
+import type { StepRecord } from '../trajectory/schema';
 
 /**
  * Function breakpoints of the `tbrl` debugger. A breakpoint is a short spec typed into the
