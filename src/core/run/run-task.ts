@@ -37,6 +37,7 @@ import { connectDocker } from '../sandbox/docker-client';
 import { ImageMissingError } from '../sandbox/errors';
 import { createTaskSandbox, installSolution, verifierTestOptions, withVerifierSandbox } from './task-sandbox';
 import { startLocalServer, type LocalServer } from '../serve/launch';
+import { SERVER_PATH_ENV } from '../serve/runtime';
 import { loadPriceTable, priceOf } from '../model/pricing';
 import { conversationThrough, prepareFork, restoreShellState, type ForkSource, type PreparedFork } from './fork';
 import { classifyOutcome } from './classify-outcome';
@@ -162,7 +163,7 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
   } else {
     progress({ type: 'info', message: config.policyReason });
     if (config.model?.local) {
-      localServer = await startLocalServer({ modelPath: config.model.local.modelPath, sequences: config.model.n });
+      localServer = await startLocalServer({ modelPath: config.model.local.modelPath, sequences: config.model.n, serverPath: env[SERVER_PATH_ENV] });
       config.model.baseUrl = localServer.baseUrl;
       config.model.model = localServer.model;
       progress({ type: 'info', message: `tbrl serve: ${localServer.model} on ${localServer.baseUrl} (pid ${localServer.pid}); stopped when the run ends` });

@@ -32,6 +32,8 @@ export interface LaunchArgs extends DebugProtocol.LaunchRequestArguments {
   stepBackRestores?: boolean;
   trace?: boolean;
   skipReward?: boolean;
+  /** A tbrl-studio install with node-llama-cpp for `tbrl serve` (default: tbrl.model.serverPath). */
+  serverPath?: string;
   /** Filled in by the extension from SecretStorage; never written to launch.json. */
   apiKey?: string;
 }

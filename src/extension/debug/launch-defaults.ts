@@ -22,6 +22,8 @@ export async function fillLaunchDefaults(args: LaunchArgs, base: string, s: Tbrl
   args.checkpoint ??= s.debug.checkpoint;
   args.stopBeforeEveryAction ??= s.debug.stopBeforeEveryAction;
   if (args.policy === 'oracle') return args;
+  // Where `tbrl serve` finds node-llama-cpp when the run serves the local model (the .vsix has none).
+  args.serverPath ??= s.model.serverPath || undefined;
   if (args.policy === 'local') {
     // No endpoint: runTask starts `tbrl serve` on the cached model (and says so in the output).
     args.policy = 'model';

@@ -9,6 +9,7 @@ import type { StepRecord, TrajectoryFooter, TrajectoryHeader } from '../../core/
 import { stepObservation } from '../../core/trajectory/observation';
 import { appendLabels, humanLabels, type HumanChoice } from '../../core/verifier/labels';
 import { errorMessage } from '../../core/errors';
+import { SERVER_PATH_ENV } from '../../core/serve/runtime';
 import type { LaunchArgs } from './launch-args';
 
 export type HumanDecision =
@@ -92,6 +93,7 @@ export function startLiveRun(args: LaunchArgs, hooks: LiveHooks, forkFrom?: Fork
     ...(forkFrom ? { forkFrom } : {}),
     trace: args.trace,
     skipReward: args.skipReward,
+    ...(args.serverPath ? { env: { ...process.env, [SERVER_PATH_ENV]: args.serverPath } } : {}),
     signal: abort.signal,
     beforeExecute: hooks.beforeExecute,
     onProgress: (e) => {
