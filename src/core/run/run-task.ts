@@ -163,7 +163,10 @@ export async function runTask(options: RunTaskOptions): Promise<RunTaskResult> {
   } else {
     progress({ type: 'info', message: config.policyReason });
     if (config.model?.local) {
-      localServer = await startLocalServer({ modelPath: config.model.local.modelPath, sequences: config.model.n, serverPath: env[SERVER_PATH_ENV] });
+      // One sequence per candidate, plus one for the verifier (the same model) so that its prompt's
+      // KV cache survives the policy's next turn instead of being overwritten by it.
+      const verifierSequence = config.verifier && config.verifier !== 'none' ? 1 : 0;
+      localServer = await startLocalServer({ modelPath: config.model.local.modelPath, sequences: config.model.n + verifierSequence, serverPath: env[SERVER_PATH_ENV] });
       config.model.baseUrl = localServer.baseUrl;
       config.model.model = localServer.model;
       progress({ type: 'info', message: `tbrl serve: ${localServer.model} on ${localServer.baseUrl} (pid ${localServer.pid}); stopped when the run ends` });
