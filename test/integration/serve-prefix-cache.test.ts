@@ -37,10 +37,12 @@ test('a second server loads the long prompt from the disk cache and samples exac
     } finally {
       await first.dispose();
     }
+    // One directory per model file and sequence count (llama.cpp loads a state only into the same layout).
+    assert.match(readdirSync(dir)[0], /^SmolLM2-135M-Instruct\.Q4_1\.gguf-\d+-\d+-seq2$/);
     const saved = readdirSync(join(dir, readdirSync(dir)[0]));
     assert.deepEqual(saved.map((f) => f.replace(/^[0-9a-f]+/, '')).sort(), ['.bin', '.json'], `one entry: ${saved.join(', ')}`);
 
-    const second = await LocalEngine.load({ modelPath, threads: 1, sequences: 1, contextSize: 2048, prefixCacheDir: dir });
+    const second = await LocalEngine.load({ modelPath, threads: 1, sequences: 2, contextSize: 2048, prefixCacheDir: dir });
     try {
       const loaded = await second.generate(ask('List the files in /app.'), sampling);
       assert.equal(loaded.promptTokensFromDisk, read.promptTokenIds.length - 1);
@@ -51,7 +53,7 @@ test('a second server loads the long prompt from the disk cache and samples exac
     }
     // Another task after the same system prompt, on a fresh server: the state on disk goes on with
     // the first task, so it is loaded, its tail erased, and only the new task is read.
-    const third = await LocalEngine.load({ modelPath, threads: 1, sequences: 1, contextSize: 2048, prefixCacheDir: dir });
+    const third = await LocalEngine.load({ modelPath, threads: 1, sequences: 2, contextSize: 2048, prefixCacheDir: dir });
     try {
       const other = await third.generate(ask('Count the lines of /app/data/input.txt and print the number.'), sampling);
       const shared = other.promptTokensReused;

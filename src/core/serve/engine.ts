@@ -82,6 +82,8 @@ export const DEFAULT_SEQUENCES = 4;
 const LOGPROB_FLOOR = -1e4;
 /** Below this many missing tokens re-reading beats saving and loading a state file. */
 const COPY_THRESHOLD = 48;
+/** A shared prefix shorter than this (a chat template's opening tokens) is no reason to pick a sequence. */
+const MIN_USEFUL_PREFIX = 32;
 /** A prompt read from scratch at least this long is saved to the on-disk prefix cache... */
 const DISK_SAVE_MIN_TOKENS = 512;
 /** ...which is used when it spares at least this many tokens over what the sequence has. */
@@ -113,6 +115,8 @@ export class LocalEngine {
   ) {}
 
   private busy = new Set<LlamaContextSequence>();
+  private lastUsed = new Map<LlamaContextSequence, number>();
+  private clock = 0;
   private waiters: Array<() => void> = [];
   private disposed = false;
 
@@ -156,7 +160,8 @@ export class LocalEngine {
     const modelId = basename(modelPath).replace(/\.gguf$/i, '');
     const reuse = options.reusePrefix !== false;
     const diskDir = options.prefixCacheDir === false || !reuse ? undefined : options.prefixCacheDir ?? join(dirname(modelPath), 'kv');
-    const diskCache = diskDir ? new PrefixDiskCache(join(diskDir, modelFileKey(modelPath))) : undefined;
+    // llama.cpp refuses a state saved from a context with another number of sequences (n_stream).
+    const diskCache = diskDir ? new PrefixDiskCache(join(diskDir, `${modelFileKey(modelPath)}-seq${sequences}`)) : undefined;
     return new LocalEngine(modelPath, modelId, llama, model, context, pool, wrapper, stateDir, contextSize, reuse, diskCache);
   }
 
@@ -244,7 +249,13 @@ export class LocalEngine {
       if (signal?.aborted) throw new TbrlError('cancelled', 'The request was cancelled.');
       const free = this.pool.filter((s) => !this.busy.has(s));
       if (free.length >= count) {
-        const ranked = free.map((s) => ({ s, len: commonPrefix(s.contextTokens as number[], prompt) })).sort((a, b) => b.len - a.len);
+        // Most useful cache first; among sequences with nothing useful (a chat template's few shared
+        // opening tokens do not count), the least recently used, so that another conversation's
+        // cache (the verifier's, between the policy's turns) survives.
+        const ranked = free.map((s) => {
+          const len = commonPrefix(s.contextTokens as number[], prompt);
+          return { s, len: len >= MIN_USEFUL_PREFIX ? len : 0, used: this.lastUsed.get(s) ?? 0 };
+        }).sort((a, b) => b.len - a.len || a.used - b.used);
         const taken = ranked.slice(0, count).map((r) => r.s);
         for (const s of taken) this.busy.add(s);
         return taken;
@@ -254,7 +265,11 @@ export class LocalEngine {
   }
 
   private release(seqs: LlamaContextSequence[]) {
-    for (const s of seqs) this.busy.delete(s);
+    const now = ++this.clock;
+    for (const s of seqs) {
+      this.busy.delete(s);
+      this.lastUsed.set(s, now);
+    }
     // Every waiter re-checks; the ones that still lack sequences wait again.
     for (const w of this.waiters.splice(0)) w();
   }
@@ -354,7 +369,7 @@ export class LocalEngine {
  * KV states of long prompts on disk, so a new `tbrl serve` (every `tbrl run` and demo starts one)
  * does not re-read the 1,700-token system prompt: on 2 busy cores that is a minute or more, loading
  * the state is a fraction of a second. One directory per model file (name, size and mtime: a state
- * is only valid for the exact weights); each entry is `<hash>.bin` (llama.cpp's sequence state,
+ * is only valid for the exact weights) and number of sequences (llama.cpp checks it on load); each entry is `<hash>.bin` (llama.cpp's sequence state,
  * tokens included) plus `<hash>.json` (the tokens, to match without loading). Writes go through a
  * temporary name and a rename, so concurrent servers never read half a file; the least recently
  * used entries beyond DISK_MAX_ENTRIES are removed.
