@@ -82,7 +82,7 @@ export const DEFAULT_SEQUENCES = 4;
 const LOGPROB_FLOOR = -1e4;
 /** Below this many missing tokens re-reading beats saving and loading a state file. */
 const COPY_THRESHOLD = 48;
-/** A shared prefix shorter than this (a chat template's opening tokens) is no reason to pick a sequence. */
+/** A shared prefix shorter than this (a chat template's opening tokens) is no reason to pick a sequence, unless it is half of a short prompt. */
 const MIN_USEFUL_PREFIX = 32;
 /** A prompt read from scratch at least this long is saved to the on-disk prefix cache... */
 const DISK_SAVE_MIN_TOKENS = 512;
@@ -254,7 +254,7 @@ export class LocalEngine {
         // cache (the verifier's, between the policy's turns) survives.
         const ranked = free.map((s) => {
           const len = commonPrefix(s.contextTokens as number[], prompt);
-          return { s, len: len >= MIN_USEFUL_PREFIX ? len : 0, used: this.lastUsed.get(s) ?? 0 };
+          return { s, len: len >= Math.min(MIN_USEFUL_PREFIX, prompt.length / 2) ? len : 0, used: this.lastUsed.get(s) ?? 0 };
         }).sort((a, b) => b.len - a.len || a.used - b.used);
         const taken = ranked.slice(0, count).map((r) => r.s);
         for (const s of taken) this.busy.add(s);
