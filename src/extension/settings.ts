@@ -17,7 +17,7 @@ export interface ModelProfile {
 }
 
 export interface TbrlSettings {
-  model: { baseUrl: string; name: string; n: number; temperature?: number; profiles: Record<string, ModelProfile>; profile: string };
+  model: { baseUrl: string; name: string; n: number; temperature?: number; profiles: Record<string, ModelProfile>; profile: string; serverPath: string };
   verifier: { mode: string };
   limits: { maxSteps: number; maxTimeSec: number };
   runsDir: string;
@@ -36,6 +36,7 @@ export const SETTING_DEFAULTS = {
   'model.temperature': null,
   'model.profiles': {},
   'model.profile': '',
+  'model.serverPath': '',
   'verifier.mode': 'none',
   'limits.maxSteps': 50,
   'limits.maxTimeSec': 1800,
@@ -104,7 +105,7 @@ export function readSettings(get: (key: string) => unknown): { settings: TbrlSet
   }
   return {
     settings: {
-      model: { baseUrl: str('model.baseUrl'), name: str('model.name'), n: int('model.n', 1), ...(temperature !== undefined ? { temperature } : {}), profiles, profile },
+      model: { baseUrl: str('model.baseUrl'), name: str('model.name'), n: int('model.n', 1), ...(temperature !== undefined ? { temperature } : {}), profiles, profile, serverPath: str('model.serverPath') },
       verifier: { mode },
       limits: { maxSteps: int('limits.maxSteps', 1), maxTimeSec: int('limits.maxTimeSec', 1) },
       runsDir: str('runsDir') || 'runs',

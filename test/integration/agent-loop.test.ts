@@ -55,11 +55,33 @@ test('finish ends the run; todos and scratchpad are recorded per step', async ()
   assert.equal(r.messages[3].role, 'user');
 });
 
-test('a turn with no action ends the episode with a message', async () => {
-  const r = await loop(new ScriptedPolicy(['I think the task is done.']));
-  assert.equal(r.endReason, 'no-action');
-  assert.match(r.endMessage ?? '', /no action/);
-  assert.equal(r.steps.length, 1);
+test('a turn with no action is an error observation that quotes it and shows an example; the run goes on', async () => {
+  const prose = 'I think the task is done. Let me run ls -la /app to check.';
+  const r = await loop(new ScriptedPolicy([prose, '', bash('true'), prose, finish]));
+  assert.equal(r.endReason, 'finished', 'no-action turns do not end the run');
+  assert.equal(r.steps.length, 5);
+  for (const i of [0, 1, 3]) {
+    const s = r.steps[i];
+    assert.equal(s.actions.length, 1);
+    assert.equal(s.actions[0].kind, 'parse_error');
+    assert.equal(s.actions[0].input.code, 'no-action');
+    assert.equal(s.parseErrors.length, 1);
+    assert.match(s.parseErrors[0], /^<error>/);
+    assert.match(s.parseErrors[0], /A correct example:\n<bash>\ncmd: /);
+  }
+  assert.match(r.steps[0].parseErrors[0], /contained no action/);
+  assert.match(r.steps[0].parseErrors[0], /You wrote:\nI think the task is done\. Let me run ls -la \/app to check\./);
+  assert.match(r.steps[1].parseErrors[0], /Your turn was empty/);
+  // The agent reads the error as the next user message, right after its own turn.
+  const answer = r.messages.findIndex((m) => m.role === 'assistant' && m.content === prose);
+  assert.equal(r.messages[answer + 1].role, 'user');
+  assert.match(r.messages[answer + 1].content, /contained no action[\s\S]*A correct example/);
+});
+
+test('no-action turns count as error turns: three in a row end the run as repeated-errors', async () => {
+  const r = await loop(new ScriptedPolicy(['hello', 'still prose', 'more prose', finish]));
+  assert.equal(r.endReason, 'repeated-errors');
+  assert.equal(r.steps.length, 3);
 });
 
 test('three consecutive turns with only errors end the episode; a good turn in between resets the count', async () => {

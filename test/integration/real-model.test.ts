@@ -13,7 +13,7 @@ import { startLocalServer, type LocalServer } from '../../src/core/serve/launch'
 import { defaultModelPath } from '../../src/core/serve/default-model';
 import { ModelClient } from '../../src/core/model/client';
 import { MidHarnessVerifier } from '../../src/core/verifier/verifier';
-import { parseTurn } from '../../src/core/actions/parser';
+import { parseAgentTurn } from '../../src/core/agent/turn';
 import { loadSystemPrompt } from '../../src/core/agent/prompt';
 import { synthesize } from '../../src/core/synth/generate';
 import { VERIFIER_MODES } from '../../src/core/verifier/types';
@@ -91,14 +91,16 @@ test('real model output at temperature 1 always becomes actions or an error that
     for (const c of r.completions) {
       samples.push(c.text);
       assert.equal(c.tokenIds?.length, c.logprobs?.length, `${name}: ids and logprobs align`);
-      const turn = parseTurn(c.text);
+      // As the loop reads it: a turn without any action tag is a no-action error item too.
+      const turn = parseAgentTurn(c.text);
+      assert.ok(turn.items.length >= 1, `${name}: every answer yields an action or an error: ${JSON.stringify(c.text)}`);
       for (const item of turn.items) {
         if (item.ok) continue;
         // An error the agent can act on: what was wrong, and what a correct action looks like.
         assert.ok(item.error.message.length > 20, `${name}: ${JSON.stringify(item.error)}`);
         assert.match(item.error.message, /<(bash|finish|file|search|todo|scratchpad)[\s\S]*<\/\1/, `${name}: the error shows a correct example: ${item.error.message}`);
+        if (c.text.trim()) assert.ok(item.error.excerpt.length > 0, `${name}: the error quotes what the model wrote`);
       }
-      // A turn with no items at all ends the episode with the no-action message (agent/loop.ts).
     }
   }
 });

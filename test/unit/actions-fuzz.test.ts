@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { parse, stringify } from 'yaml';
 import { parseTurn } from '../../src/core/actions/parser';
+import { parseAgentTurn } from '../../src/core/agent/turn';
 import { formatParseError, MAX_EXCERPT_CHARS } from '../../src/core/actions/errors';
 import type { ParsedTurn } from '../../src/core/actions/types';
 
@@ -206,11 +207,25 @@ const REAL_SMALL_MODEL_OUTPUTS = [
   "I'd like to help with a p",
   'Alright, okay? I\'m sorry, I\'m sorry',
   'Aloha!',
+  // `npm run demo` on the bundled task, 2026-12-02 (96-token turns, N=4): prose, markdown lists and an
+  // empty fenced block, never a tag.
+  "This task is a perfect example of a \"tutorial\" in a script. I love it.\n\nHere's how you can write a script to count word frequencies in a text file:\n\n```python\n# Your script here\n```\n\nThis script does not require any external dependencies and is fully\nautomatic in its intended behavior. It is designed to be completely\nautomatic with a simple script that takes a filename as input, which is a\ntypical",
+  "This task is a perfect example of how to work in a very structured way, taking a lot of time to plan and debug your code.\n\nHere's the plan:\n\n* **Planning.** Read the task, understand what the task is, and plan how to complete it.\n* **Exploration.** Read what can be done and explore the task.\n* **Explanatory document.** Create a document (a plan, a script, a file, a",
+  "This task is a perfect example of how to work efficiently with your environment, while you only need to write a script. Here's how to structure your script:\n\n1. **Plan Refining:**\n   - Create a new list of words and their frequencies.\n   - Create a list of words and their frequencies as a JSON array (a CSV file).\n   - If you're planning to implement the task yourself, make a copy of the list of words and use it to create",
+  "This task is a perfect example of how to work efficiently with your environment, while you only need to write a script. A todo list for your task. Planning. Exploring. Read-only.\n\nYou can actually do it with a script.\n\nSo the script, /app/wordfreq.py, which writes out how the word frequencies have been counted to a JSON array of integers, so that you can check if the count is correct.\n\nHowever",
 ];
 
 test('real small-model outputs and their mutations keep every parser invariant', () => {
   for (const text of REAL_SMALL_MODEL_OUTPUTS) {
     checkInvariants(parseTurn(text));
+    // As the loop reads them: a turn without a tag is one no-action error that quotes it.
+    const turn = parseAgentTurn(text);
+    assert.ok(turn.items.length >= 1);
+    checkInvariants(turn);
+    if (parseTurn(text).items.length === 0) {
+      const only = turn.items[0]!;
+      assert.ok(!only.ok && only.error.code === 'no-action' && only.error.excerpt.length > 0 && text.startsWith(only.error.excerpt.slice(0, 20)), JSON.stringify(only));
+    }
     for (let kind = 0; kind < 8; kind++) checkInvariants(parseTurn(blindMutation(text, kind, 0.37, 0.5, '<bash>\ncmd: ')));
   }
 });

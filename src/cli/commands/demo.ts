@@ -4,6 +4,7 @@ import type { CliCommand } from '../command';
 import { UsageError } from '../command';
 import { runTask, safeName, timestamp, type RunProgress } from '../../core/run/run-task';
 import { renderComparison, type ComparedRun } from '../../core/run/compare';
+import { PARSE_ERROR_KIND } from '../../core/actions/execute';
 
 /** The main job's bounds: a 135M model on 2 CPU cores, so few steps and short turns. */
 const DEMO = { n: 4, verifier: 'listwise', maxSteps: 3, maxTokensPerTurn: 96, maxTimeSec: 420 };
@@ -12,7 +13,7 @@ function progress(label: string) {
   return (e: RunProgress) => {
     if (e.type === 'info' || e.type === 'phase') console.error(`[${label}] ${e.message}`);
     else if (e.type === 'warning') console.error(`[${label}] ! ${e.message.split('\n')[0]}`);
-    else if (e.type === 'step') console.error(`[${label}] step ${e.step.index}: ${e.step.actions.filter((a) => a.kind !== 'parse-error').map((a) => a.kind).join(', ') || 'no action'}${e.step.parseErrors.length ? ` (${e.step.parseErrors.length} parse error(s))` : ''}`);
+    else if (e.type === 'step') console.error(`[${label}] step ${e.step.index}: ${e.step.actions.filter((a) => a.kind !== PARSE_ERROR_KIND).map((a) => a.kind).join(', ') || 'no action run'}${e.step.parseErrors.length ? ` (${e.step.parseErrors.length} parse error(s))` : ''}`);
   };
 }
 

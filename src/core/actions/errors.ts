@@ -16,6 +16,7 @@ export type ParseErrorCode =
   | 'unknown-field'
   | 'invalid-value'
   | 'missing-action'
+  | 'no-action'
   | 'unknown-action'
   | 'unknown-tag'
   | 'unclosed-tag'

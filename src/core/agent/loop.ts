@@ -187,16 +187,13 @@ export async function runAgentLoop(options: LoopOptions): Promise<LoopResult> {
     record.durationMs = Date.now() - stepStarted;
     steps.push(record);
     messages.push({ role: 'assistant', content: text });
-    const noAction = executed.actions.length === 0 && executed.parseErrors.length === 0;
-    if (!noAction) messages.push({ role: 'user', content: stepObservation(record) });
+    // Every turn has an observation: a turn without actions gets the no-action error (parseAgentTurn).
+    messages.push({ role: 'user', content: stepObservation(record) });
     await options.onStep?.(record);
     options.onEvent?.({ type: 'step-done', step: record });
     step++;
 
     if (executed.endsEpisode) return done('finished', executed.finishMessage);
-    if (noAction) {
-      return done('no-action', 'The turn contained no action, so the episode ended. Every turn must contain at least one action; end with <finish> when the task is done.');
-    }
     errorTurns = executed.onlyErrors ? errorTurns + 1 : 0;
     if (errorTurns >= MAX_CONSECUTIVE_ERROR_TURNS) {
       return done('repeated-errors', `${MAX_CONSECUTIVE_ERROR_TURNS} consecutive turns produced only errors.`);

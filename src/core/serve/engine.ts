@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { TbrlError, errorMessage } from '../errors';
 
 // node-llama-cpp is an ES module with a native addon: loaded lazily so the CLI starts fast and
@@ -27,6 +28,11 @@ export interface EngineOptions {
   stateDir?: string;
   /** Keep each sequence's KV cache between requests (default). false: every request reads its whole prompt (the benchmark's baseline). */
   reusePrefix?: boolean;
+  /**
+   * Directory of the on-disk prefix cache (KV states of long prompts, shared by every `tbrl serve`
+   * of this model file): default `kv/` beside the model; false turns it off.
+   */
+  prefixCacheDir?: string | false;
 }
 
 export interface ChatTurn {
@@ -67,6 +73,8 @@ export interface GenerationResult {
   promptTokensEvaluated: number;
   /** Prompt tokens served from the KV cache of the sequence that read the prompt. */
   promptTokensReused: number;
+  /** Of those, the tokens loaded from the on-disk prefix cache (a previous server's state). */
+  promptTokensFromDisk?: number;
 }
 
 export const DEFAULT_CONTEXT_SIZE = 4096;
@@ -74,6 +82,14 @@ export const DEFAULT_SEQUENCES = 4;
 const LOGPROB_FLOOR = -1e4;
 /** Below this many missing tokens re-reading beats saving and loading a state file. */
 const COPY_THRESHOLD = 48;
+/** A shared prefix shorter than this (a chat template's opening tokens) is no reason to pick a sequence, unless it is half of a short prompt. */
+const MIN_USEFUL_PREFIX = 32;
+/** A prompt read from scratch at least this long is saved to the on-disk prefix cache... */
+const DISK_SAVE_MIN_TOKENS = 512;
+/** ...which is used when it spares at least this many tokens over what the sequence has. */
+const DISK_LOAD_MIN_GAIN = 256;
+/** States kept on disk per model (each is ~23 KB per token for SmolLM2-135M: 40 MB for the system prompt). */
+const DISK_MAX_ENTRIES = 4;
 
 /**
  * One GGUF model on the CPU with a pool of context sequences. Every request renders the chat with
@@ -95,9 +111,12 @@ export class LocalEngine {
     private readonly stateDir: string,
     readonly contextSize: number,
     private readonly reusePrefix: boolean,
+    private readonly diskCache: PrefixDiskCache | undefined,
   ) {}
 
   private busy = new Set<LlamaContextSequence>();
+  private lastUsed = new Map<LlamaContextSequence, number>();
+  private clock = 0;
   private waiters: Array<() => void> = [];
   private disposed = false;
 
@@ -139,7 +158,11 @@ export class LocalEngine {
       : lib.resolveChatWrapper(model) ?? new lib.GeneralChatWrapper();
     const stateDir = await mkdtemp(join(options.stateDir ?? (existsSync('/dev/shm') ? '/dev/shm' : tmpdir()), 'tbrl-serve-'));
     const modelId = basename(modelPath).replace(/\.gguf$/i, '');
-    return new LocalEngine(modelPath, modelId, llama, model, context, pool, wrapper, stateDir, contextSize, options.reusePrefix !== false);
+    const reuse = options.reusePrefix !== false;
+    const diskDir = options.prefixCacheDir === false || !reuse ? undefined : options.prefixCacheDir ?? join(dirname(modelPath), 'kv');
+    // llama.cpp refuses a state saved from a context with another number of sequences (n_stream).
+    const diskCache = diskDir ? new PrefixDiskCache(join(diskDir, `${modelFileKey(modelPath)}-seq${sequences}`)) : undefined;
+    return new LocalEngine(modelPath, modelId, llama, model, context, pool, wrapper, stateDir, contextSize, reuse, diskCache);
   }
 
   get sequences(): number {
@@ -186,8 +209,11 @@ export class LocalEngine {
     const held = await this.acquire(width, prompt, o.signal);
     try {
       if (!this.reusePrefix) for (const seq of held) await seq.clearHistory();
+      const fromDisk = await this.loadFromDisk(held[0], prompt);
       stats.reused = commonPrefix(held[0].contextTokens as number[], prompt.slice(0, -1));
       await this.align(held[0], prompt, stats);
+      // A long prompt read from scratch (a system prompt, a task) is kept for the next server.
+      if (this.diskCache && stats.evaluated - 1 >= DISK_SAVE_MIN_TOKENS) await this.diskCache.save(held[0], prompt.slice(0, -1));
       if (held.length > 1) await this.copyPrompt(held[0], held.slice(1), prompt, stats);
       const choices: GeneratedChoice[] = new Array(o.n);
       await Promise.all(held.map(async (seq, lane) => {
@@ -197,7 +223,7 @@ export class LocalEngine {
           choices[i] = await this.sample(seq, prompt, { ...o, seed: o.seed !== undefined ? o.seed + i : undefined });
         }
       }));
-      return { promptTokenIds: prompt, choices, promptTokensEvaluated: stats.evaluated, promptTokensReused: stats.reused };
+      return { promptTokenIds: prompt, choices, promptTokensEvaluated: stats.evaluated, promptTokensReused: stats.reused, ...(fromDisk ? { promptTokensFromDisk: fromDisk } : {}) };
     } finally {
       this.release(held);
     }
@@ -223,7 +249,13 @@ export class LocalEngine {
       if (signal?.aborted) throw new TbrlError('cancelled', 'The request was cancelled.');
       const free = this.pool.filter((s) => !this.busy.has(s));
       if (free.length >= count) {
-        const ranked = free.map((s) => ({ s, len: commonPrefix(s.contextTokens as number[], prompt) })).sort((a, b) => b.len - a.len);
+        // Most useful cache first; among sequences with nothing useful (a chat template's few shared
+        // opening tokens do not count), the least recently used, so that another conversation's
+        // cache (the verifier's, between the policy's turns) survives.
+        const ranked = free.map((s) => {
+          const len = commonPrefix(s.contextTokens as number[], prompt);
+          return { s, len: len >= Math.min(MIN_USEFUL_PREFIX, prompt.length / 2) ? len : 0, used: this.lastUsed.get(s) ?? 0 };
+        }).sort((a, b) => b.len - a.len || a.used - b.used);
         const taken = ranked.slice(0, count).map((r) => r.s);
         for (const s of taken) this.busy.add(s);
         return taken;
@@ -233,9 +265,33 @@ export class LocalEngine {
   }
 
   private release(seqs: LlamaContextSequence[]) {
-    for (const s of seqs) this.busy.delete(s);
+    const now = ++this.clock;
+    for (const s of seqs) {
+      this.busy.delete(s);
+      this.lastUsed.set(s, now);
+    }
     // Every waiter re-checks; the ones that still lack sequences wait again.
     for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** Loads the on-disk state sharing the longest prefix with `prompt` when it beats what `seq` has; the tokens it brought. */
+  private async loadFromDisk(seq: LlamaContextSequence, prompt: number[]): Promise<number> {
+    if (!this.diskCache) return 0;
+    const target = prompt.slice(0, -1);
+    const have = commonPrefix(seq.contextTokens as number[], target);
+    if (target.length - have < DISK_LOAD_MIN_GAIN) return 0;
+    const best = await this.diskCache.best(target);
+    if (!best || best.shared < have + DISK_LOAD_MIN_GAIN) return 0;
+    try {
+      await seq.clearHistory();
+      await seq.loadStateFromFile(best.file, { acceptRisk: true });
+      return commonPrefix(seq.contextTokens as number[], target);
+    } catch {
+      // A damaged or foreign file costs only speed: the prompt is read instead.
+      await seq.clearHistory();
+      await this.diskCache.drop(best.file);
+      return 0;
+    }
   }
 
   /** Brings `seq` to exactly the prompt's tokens minus the last, reusing its cached prefix. */
@@ -307,6 +363,89 @@ export class LocalEngine {
     }
     return { text, tokens, finishReason };
   }
+}
+
+/**
+ * KV states of long prompts on disk, so a new `tbrl serve` (every `tbrl run` and demo starts one)
+ * does not re-read the 1,700-token system prompt: on 2 busy cores that is a minute or more, loading
+ * the state is a fraction of a second. One directory per model file (name, size and mtime: a state
+ * is only valid for the exact weights) and number of sequences (llama.cpp checks it on load); each entry is `<hash>.bin` (llama.cpp's sequence state,
+ * tokens included) plus `<hash>.json` (the tokens, to match without loading). Writes go through a
+ * temporary name and a rename, so concurrent servers never read half a file; the least recently
+ * used entries beyond DISK_MAX_ENTRIES are removed.
+ */
+class PrefixDiskCache {
+  private index = new Map<string, number[]>();
+  private scanned = false;
+
+  constructor(private readonly dir: string) {}
+
+  async best(target: number[]): Promise<{ file: string; shared: number } | undefined> {
+    await this.scan();
+    let best: { file: string; shared: number } | undefined;
+    for (const [file, tokens] of this.index) {
+      // A state that goes on past the shared part (another task after the same system prompt) is
+      // loaded too: align() erases its tail.
+      const shared = commonPrefix(tokens, target);
+      if (!best || shared > best.shared) best = { file, shared };
+    }
+    if (best) await utimes(best.file, new Date(), new Date()).catch(() => undefined);
+    return best;
+  }
+
+  async save(seq: LlamaContextSequence, tokens: number[]): Promise<void> {
+    const name = createHash('sha256').update(Uint32Array.from(tokens)).digest('hex').slice(0, 32);
+    const file = join(this.dir, `${name}.bin`);
+    if (this.index.has(file)) return;
+    const tmp = `${file}.${process.pid}.tmp`;
+    try {
+      await mkdir(this.dir, { recursive: true });
+      await seq.saveStateToFile(tmp);
+      await writeFile(`${tmp}.json`, JSON.stringify(tokens));
+      await rename(`${tmp}.json`, join(this.dir, `${name}.json`));
+      await rename(tmp, file);
+      this.index.set(file, tokens);
+      await this.evict();
+    } catch {
+      // A full disk or a read-only cache only costs the next server a prompt read.
+      await rm(tmp, { force: true });
+      await rm(`${tmp}.json`, { force: true });
+    }
+  }
+
+  async drop(file: string): Promise<void> {
+    this.index.delete(file);
+    await rm(file, { force: true });
+    await rm(file.replace(/\.bin$/, '.json'), { force: true });
+  }
+
+  private async scan(): Promise<void> {
+    if (this.scanned) return;
+    this.scanned = true;
+    const names = await readdir(this.dir).catch(() => [] as string[]);
+    for (const n of names.filter((x) => x.endsWith('.bin'))) {
+      const file = join(this.dir, n);
+      try {
+        const tokens = JSON.parse(await readFile(file.replace(/\.bin$/, '.json'), 'utf8')) as unknown;
+        if (Array.isArray(tokens) && tokens.every((t) => Number.isInteger(t))) this.index.set(file, tokens as number[]);
+      } catch {
+        /* an entry without its tokens cannot be matched */
+      }
+    }
+  }
+
+  private async evict(): Promise<void> {
+    if (this.index.size <= DISK_MAX_ENTRIES) return;
+    const aged = await Promise.all([...this.index.keys()].map(async (file) => ({ file, used: (await stat(file).catch(() => undefined))?.mtimeMs ?? 0 })));
+    aged.sort((a, b) => a.used - b.used);
+    for (const { file } of aged.slice(0, this.index.size - DISK_MAX_ENTRIES)) await this.drop(file);
+  }
+}
+
+/** The on-disk cache's per-model directory name: the file's name, size and mtime. */
+function modelFileKey(modelPath: string): string {
+  const st = statSync(modelPath);
+  return `${basename(modelPath).replace(/[^\w.-]/g, '_')}-${st.size}-${Math.floor(st.mtimeMs)}`;
 }
 
 /**

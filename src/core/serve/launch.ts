@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { TbrlError } from '../errors';
 import { packageRoot } from '../sandbox/package-root';
 import { defaultModelPath } from './default-model';
+import { resolveServeCommand, SERVER_PATH_ENV } from './runtime';
 
 export interface LocalServerOptions {
   modelPath?: string;
@@ -12,6 +12,8 @@ export interface LocalServerOptions {
   contextSize?: number;
   sequences?: number;
   threads?: number;
+  /** A tbrl-studio install with node-llama-cpp (tbrl.model.serverPath); default: TBRL_SERVER_PATH, this install, `tbrl` on PATH. */
+  serverPath?: string;
   /** Loading the model (seconds on a busy machine); default 120 s. */
   startTimeoutMs?: number;
   log?: (line: string) => void;
@@ -36,11 +38,14 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
     throw new TbrlError('model-file-missing', `No model endpoint is configured and the default local model is not in the cache (${modelPath}).`,
       'Run `bash scripts/fetch-model.sh` (setup.sh does it) to fetch it, configure an endpoint (--base-url, OPENAI_BASE_URL), or use --policy oracle.');
   }
-  const root = packageRoot();
-  const bundled = join(root, 'dist', 'cli.js');
-  // Under tsx (tests, development) the sources run; from the bundles, dist/cli.js.
-  const fromSource = __filename.endsWith('.ts') || !existsSync(bundled);
-  const argv = fromSource ? ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts')] : [bundled];
+  // The server runs from an install whose node_modules hold node-llama-cpp (never from the .vsix).
+  const command = resolveServeCommand({
+    serverPath: options.serverPath ?? process.env[SERVER_PATH_ENV],
+    packageRoot: packageRoot(),
+    fromSource: __filename.endsWith('.ts'),
+    pathEnv: process.env.PATH,
+  });
+  const argv = [...command.args];
   // TBRL_SERVE_PORT pins the port (shared machines hand out port ranges); default: any free one.
   const port = options.port ?? (Number(process.env.TBRL_SERVE_PORT) || 0);
   argv.push('serve', '--model-path', modelPath, '--port', String(port), '--exit-with-stdin');
@@ -48,7 +53,8 @@ export async function startLocalServer(options: LocalServerOptions = {}): Promis
   if (options.sequences) argv.push('--sequences', String(options.sequences));
   if (options.threads) argv.push('--threads', String(options.threads));
   // In the editor process.execPath is Electron: ELECTRON_RUN_AS_NODE makes it the plain Node the CLI needs.
-  const child = spawn(process.execPath, argv, { cwd: root, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } });
+  options.log?.(`tbrl serve runs from ${command.source}`);
+  const child = spawn(process.execPath, argv, { cwd: command.root, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } });
   const stderrTail: string[] = [];
   createInterface({ input: child.stderr! }).on('line', (line) => {
     stderrTail.push(line);

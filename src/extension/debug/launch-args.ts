@@ -26,6 +26,8 @@ export interface LaunchArgs extends DebugProtocol.LaunchRequestArguments, Runtim
   skipReward?: boolean;
   /** Live: privilege keys allowed for the task (tasks/confine.ts); default the tbrl.sandbox.allowPrivileges setting. */
   allowPrivileges?: string[];
+  /** A tbrl-studio install with node-llama-cpp for `tbrl serve` (default: tbrl.model.serverPath). */
+  serverPath?: string;
   /** Filled in by the extension from SecretStorage; never written to launch.json. */
   apiKey?: string;
 }

@@ -24,6 +24,8 @@ export async function fillLaunchDefaults(args: LaunchArgs, base: string, s: Tbrl
   // As `tbrl run --allow-privilege`; with none set, the run still reads TBRL_ALLOW_PRIVILEGES like the CLI.
   if (args.allowPrivileges === undefined && s.sandbox.allowPrivileges.length) args.allowPrivileges = [...s.sandbox.allowPrivileges];
   if (args.policy === 'oracle') return args;
+  // Where `tbrl serve` finds node-llama-cpp when the run serves the local model (the .vsix has none).
+  args.serverPath ??= s.model.serverPath || undefined;
   if (args.policy === 'local') {
     // No endpoint: runTask starts `tbrl serve` on the cached model (and says so in the output).
     args.policy = 'model';

@@ -8,6 +8,7 @@ import type { TrajectoryHeader } from '../../core/trajectory/schema';
 import { stepObservation } from '../../core/trajectory/observation';
 import { appendLabels, humanLabels, type HumanChoice } from '../../core/verifier/labels';
 import { errorMessage } from '../../core/errors';
+import { SERVER_PATH_ENV } from '../../core/serve/runtime';
 import type { LaunchArgs } from './launch-args';
 import type { LiveHooks, LiveRun } from '../../core/debug/runtime';
 
@@ -67,6 +68,7 @@ export function startLiveRun(args: LaunchArgs, hooks: LiveHooks, forkFrom?: Fork
     trace: args.trace,
     skipReward: args.skipReward,
     allowPrivileges: args.allowPrivileges,
+    ...(args.serverPath ? { env: { ...process.env, [SERVER_PATH_ENV]: args.serverPath } } : {}),
     signal: abort.signal,
     beforeExecute: hooks.beforeExecute,
     onProgress: (e) => {

@@ -13,6 +13,7 @@ import type { Task } from '../../tasks/model';
 import { TRAJECTORY_SCHEMA, type TrajectoryHeader } from '../../trajectory/schema';
 import { VERSION } from '../../version';
 import { startLocalServer, type LocalServer } from '../../serve/launch';
+import { SERVER_PATH_ENV } from '../../serve/runtime';
 import { loadPriceTable, priceOf } from '../../model/pricing';
 import { resolveRunConfig, type ResolvedRunConfig } from '../config';
 import { prepareFork } from '../fork';
@@ -80,7 +81,10 @@ export async function prepare(options: RunTaskOptions): Promise<RunContext> {
   } else {
     progress({ type: 'info', message: config.policyReason });
     if (config.model?.local) {
-      localServer = await startLocalServer({ modelPath: config.model.local.modelPath, sequences: config.model.n });
+      // One sequence per candidate, plus one for the verifier (the same model) so that its prompt's
+      // KV cache survives the policy's next turn instead of being overwritten by it.
+      const verifierSequence = config.verifier && config.verifier !== 'none' ? 1 : 0;
+      localServer = await startLocalServer({ modelPath: config.model.local.modelPath, sequences: config.model.n + verifierSequence, serverPath: env[SERVER_PATH_ENV] });
       config.model.baseUrl = localServer.baseUrl;
       config.model.model = localServer.model;
       progress({ type: 'info', message: `tbrl serve: ${localServer.model} on ${localServer.baseUrl} (pid ${localServer.pid}); stopped when the run ends` });
