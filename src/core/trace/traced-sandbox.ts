@@ -62,9 +62,11 @@ const PID_TAG = '__TBRL_TRACE_PID__ ';
 /** `trace.incomplete` of commands after the tracer died: DepGPO falls back with this reason (depgpo/compute.ts). */
 export const TRACER_LOST = 'tracer lost';
 /**
- * Runs a command between two marker opens inside the shell process. The sandbox already evaluates
- * our text inside its own function and `&& ||` frame, so `set -e` cannot stop us before the end
- * marker; `shift 2` leaves the command the same (empty) positional parameters it would see anyway.
+ * Runs a command between two marker opens inside its command process (the frame shell runs each
+ * command in a child bash that inherits the functions defined before, this one included). A
+ * `set -e` carried in the command stops it before the end marker; the caller then marks the end
+ * from the next command. `shift 2` leaves the command the same (empty) positional parameters it
+ * would see anyway.
  */
 const TRACED_FN = [
   '__tbrl_traced() { local __tbrl_n=$1 __tbrl_c=$2 __tbrl_t; shift 2',
@@ -170,12 +172,13 @@ class TraceEngine {
   }
 
   /**
-   * Asks the shell for its pid (as seen in the shared PID namespace) and cwd, attaches strace to it
+   * Asks the frame shell for its pid (the command process's $PPID, as seen in the shared PID
+   * namespace) and cwd, attaches strace to it
    * and defines the function that frames a traced command with begin/end marker opens, so a traced
    * command costs one round trip like an untraced one.
    */
   private async attachToShell(): Promise<void> {
-    const r = await this.run(`${TRACED_FN}\nbuiltin printf '\\n${PID_TAG}%s %s\\n' "$$" "$PWD"`, { timeoutMs: 10_000 });
+    const r = await this.run(`${TRACED_FN}\nbuiltin printf '\\n${PID_TAG}%s %s\\n' "$PPID" "$PWD"`, { timeoutMs: 10_000 });
     const m = new RegExp(`\\n${PID_TAG}(\\d+) (.*)\\n`).exec(`\n${r.output}`);
     if (!m) throw new TracerUnavailable(`the shell did not report its pid (got ${JSON.stringify(r.output.slice(0, 80))})`);
     const pid = Number(m[1]);
@@ -295,7 +298,7 @@ class TraceEngine {
    * (it belongs to the caller's next command, as in a terminal).
    */
   private async mark(n: number, phase: 'begin' | 'end'): Promise<{ pid: number; stray: string }> {
-    const r = await this.run(`: 2>/dev/null <${markPath(n, phase)}; builtin printf '\\n${PID_TAG}%s\\n' "$$"`, { timeoutMs: 10_000 });
+    const r = await this.run(`: 2>/dev/null <${markPath(n, phase)}; builtin printf '\\n${PID_TAG}%s\\n' "$PPID"`, { timeoutMs: 10_000 });
     return parsePidReply(r.output);
   }
 
