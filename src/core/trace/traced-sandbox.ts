@@ -229,6 +229,9 @@ class TraceEngine {
       const quoted = ansiCQuote(command);
       result = await this.run(`if builtin declare -F __tbrl_traced >/dev/null 2>&1; then __tbrl_traced ${n} ${quoted}; else builtin eval ${quoted}; fi`, options);
       window = await this.windows.waitForEnd(n, result.timedOut ? 1000 : Math.min(2000, endTimeout));
+      // A dead tracer is checked before asking the shell for a marker: a new shell would start under
+      // a strace that has no reader for its FIFO and hang.
+      if (!window && this.straceShell && !(await this.tracerAlive())) return this.loseTracer(n, command, result);
       if (!window) {
         // A timeout or `exit` may have restarted the shell, or the command left the function early (`return`).
         const end = await this.mark(n, 'end');
@@ -244,14 +247,7 @@ class TraceEngine {
       result.output = this.stray + result.output;
       this.stray = '';
     }
-    if (!window && this.straceShell && !(await this.tracerAlive())) {
-      // With --seccomp-bpf and no tracer every traced syscall of the shell fails (ENOSYS): it is unusable.
-      this.lost = `${TRACER_LOST}: strace was killed during command ${n} (${command.slice(0, 60)}); later commands ran untraced`;
-      await this.inner.execArgv(['kill', '-9', String(this.pid)], { timeoutMs: 10_000 }).catch(() => undefined);
-      this.straceShell.close();
-      result.output += `\n[note: the tracer was killed during this command; its output above may be garbled. Later commands run untraced in a fresh shell (exported variables reset), and DepGPO falls back to f_t = 1 for this run]\n`;
-      return { ...result, trace: { reads: [], writes: [], stdoutValues: [], ports: [], processes: [], incomplete: this.lost } };
-    }
+    if (!window && this.straceShell && !(await this.tracerAlive())) return this.loseTracer(n, command, result);
     if (!window && notes.length === 0) notes.push('the end of the command never appeared in the trace');
     if (window?.dropped) notes.push(`${window.dropped} syscall events beyond the per-command cap were dropped`);
     const events = window?.events ?? [];
@@ -290,6 +286,22 @@ class TraceEngine {
     };
     if (notes.length) trace.incomplete = notes.join('; ');
     return { ...result, trace };
+  }
+
+  /**
+   * strace is gone (the agent killed it, or every process): the traced shell cannot run without it
+   * (with --seccomp-bpf and no tracer every traced syscall fails), so it is ended and later
+   * commands run untraced in the sandbox's own shell; the reason goes into every later trace.
+   */
+  private async loseTracer(n: number, command: string, result: ExecResult): Promise<ExecResult> {
+    this.lost = `${TRACER_LOST}: strace was killed during command ${n} (${command.slice(0, 60)}); later commands ran untraced`;
+    await this.inner.execArgv(['kill', '-9', String(this.pid)], { timeoutMs: 10_000 }).catch(() => undefined);
+    this.straceShell?.close();
+    // The sandbox's own shell takes over where the traced one was.
+    const cwd = this.straceShell?.cwd;
+    if (cwd) await this.inner.exec(`builtin cd -- ${ansiCQuote(cwd)}`, { timeoutMs: 10_000 }).catch(() => undefined);
+    result.output += `\n[note: the tracer was killed during this command; its output above may be garbled. Later commands run untraced in a fresh shell${cwd ? ` in ${cwd}` : ''} (exported variables reset), and DepGPO falls back to f_t = 1 for this run]\n`;
+    return { ...result, trace: { reads: [], writes: [], stdoutValues: [], ports: [], processes: [], incomplete: this.lost } };
   }
 
   /**
