@@ -70,57 +70,70 @@ const CAGE_CAPS: [string, number][] = [['audit_write', 29], ['mknod', 27], ['set
 const NOT_CARRIED = 'BASH|BASHOPTS|BASHPID|BASH_ALIASES|BASH_ARGC|BASH_ARGV|BASH_ARGV0|BASH_CMDS|BASH_COMMAND|BASH_EXECUTION_STRING|BASH_LINENO|BASH_MONOSECONDS|BASH_REMATCH|BASH_SOURCE|BASH_SUBSHELL|BASH_TRAPSIG|BASH_VERSINFO|BASH_VERSION|COLUMNS|COMP_WORDBREAKS|DIRSTACK|EPOCHREALTIME|EPOCHSECONDS|EUID|FUNCNAME|GROUPS|HISTCMD|HOSTNAME|HOSTTYPE|LINENO|LINES|MACHTYPE|OSTYPE|PIPESTATUS|PPID|PWD|RANDOM|SECONDS|SHELLOPTS|SHLVL|SRANDOM|UID|_|__tbrl_*';
 
 /**
- * Saves the shell state of a command process for the next one: options, then variables (all but
- * bash's own), functions and aliases, then the cwd last (its presence says the save completed).
- * Runs from the command process's EXIT trap with stderr closed, so an agent's `set -x` does not
- * show it. errexit (a failing command would end every later one) and noexec are never carried;
- * xtrace/verbose go on the last line, applied with the command so our own lines are never traced.
- * Every builtin is called through `builtin`, so the agent's functions named like them do not
- * change the save (and if the agent breaks it anyway, only its own state is lost: the frame comes
- * from the frame shell).
+ * Saves the shell state of a command process for the next one: options, variables (all but
+ * bash's own) with aliases, functions, then the cwd last (its presence says the save completed).
+ * Runs from the command process's EXIT trap (SAVE_TRAP) with stderr closed, so an agent's
+ * `set -x` does not show it. errexit (a failing command would end every later one) and noexec are
+ * never carried; xtrace/verbose go on the last line, applied with the command so our own lines
+ * are never traced. `__tbrl_f`, `__tbrl_so` and `__tbrl_bo` hold `$-`, SHELLOPTS and BASHOPTS
+ * from before the trap.
  */
 const SAVE_FN = [
   '__tbrl_save() {',
-  '  __tbrl_f=$-',
   '  builtin set +euxvC',
   '  builtin test "${__tbrl_k-}" = save || builtin return 0',
   '  __tbrl_k=saved',
   "  builtin local IFS=$' \\t\\n' __tbrl_n",
   '  { builtin shopt -p; builtin set +o',
+  // Leaving posix mode (the trap's) resets some shopts: say again what they were before the trap.
+  "    for __tbrl_n in ${BASHOPTS//:/ }; do case :$__tbrl_bo: in *:$__tbrl_n:*) ;; *) builtin echo \"builtin shopt -u $__tbrl_n\";; esac; done",
+  "    builtin test -z \"$__tbrl_bo\" || builtin echo \"builtin shopt -s ${__tbrl_bo//:/ }\"",
   "    case $__tbrl_f in *u*) builtin echo 'builtin set -u';; esac",
   "    case $__tbrl_f in *C*) builtin echo 'builtin set -C';; esac",
+  "    case :$__tbrl_so: in *:posix:*) builtin echo 'builtin set -o posix';; esac",
   "    case $__tbrl_f in *x*v*|*v*x*) builtin echo 'builtin set -xv;';; *x*) builtin echo 'builtin set -x;';; *v*) builtin echo 'builtin set -v;';; *) builtin echo 'builtin :;';; esac",
   '  } >|"$__tbrl_d/opts" || builtin return 0',
   '  builtin compgen -v >|"$__tbrl_d/names" || builtin return 0',
   '  { while IFS= builtin read -r __tbrl_n; do',
   `      case $__tbrl_n in BASH_ENV|BASH_XTRACEFD|BASH_COMPAT) builtin declare -p -- "$__tbrl_n";; ${NOT_CARRIED}) ;; *) builtin declare -p -- "$__tbrl_n";; esac`,
   '    done <"$__tbrl_d/names"',
-  '    builtin declare -f; builtin alias -p',
+  '    builtin alias -p',
   '  } >|"$__tbrl_d/vars" || builtin return 0',
+  '  builtin declare -f >|"$__tbrl_d/funcs" || builtin return 0',
   "  builtin printf '%s\\0' \"$PWD\" >|\"$__tbrl_d/cwd\"",
   '}',
 ].join('\n');
 
 /**
+ * The command process's EXIT trap. Agent functions may shadow any regular builtin, `builtin` and
+ * `command` included; POSIXLY_CORRECT (an assignment: no lookup) makes `unset` and `eval` special
+ * builtins that no function can shadow, so the trap drops the agent's `builtin`/`command`/
+ * `__tbrl_save` functions (they are not carried over) and defines the save afresh.
+ */
+const SAVE_TRAP = '{ __tbrl_f=$- __tbrl_so=$SHELLOPTS __tbrl_bo=$BASHOPTS POSIXLY_CORRECT=1; unset -f builtin command __tbrl_save; eval "$__tbrl_savefn"; unset POSIXLY_CORRECT; __tbrl_save; } 2>/dev/null';
+
+/**
  * The program of one command process: `bash -c CHILD bash <state dir> <save|nosave>` with the
- * command on fd 4, the variables/functions/aliases on fd 5 and the options on fd 6 (here-strings
- * of the frame shell). It starts from an empty environment (`exec -c`), restores the state, and
- * evaluates the command at top level, so `cd`, `export`, plain variables, functions and aliases
- * carry over to the next command as in one terminal.
+ * command on fd 4, variables and aliases on fd 5, options on fd 6 and functions on fd 7
+ * (here-strings of the frame shell). It starts from an empty environment (`exec -c`), restores
+ * options, then variables, then — in the same `eval` as the command, so no agent function can
+ * shadow a builtin before — the functions, and runs the command at top level: `cd`, `export`,
+ * plain variables, functions, aliases and options carry over to the next command as in one
+ * terminal. Traps, jobs and `enable` settings belong to one command.
  */
 const CHILD = [
-  "IFS= builtin read -r -d '' __tbrl_c <&4; IFS= builtin read -r -d '' __tbrl_v <&5; IFS= builtin read -r -d '' __tbrl_o <&6",
-  'builtin exec 4<&- 5<&- 6<&-',
+  "IFS= builtin read -r -d '' __tbrl_c <&4; IFS= builtin read -r -d '' __tbrl_v <&5; IFS= builtin read -r -d '' __tbrl_o <&6; IFS= builtin read -r -d '' __tbrl_fn <&7",
+  'builtin exec 4<&- 5<&- 6<&- 7<&-',
   '__tbrl_d=$1 __tbrl_k=$2; builtin shift 2',
-  'builtin eval "$__tbrl_v"; builtin unset __tbrl_v',
-  'builtin unset -f __tbrl_run __tbrl_frame __tbrl_spawn __tbrl_fresh 2>/dev/null',
-  SAVE_FN,
-  "builtin trap '{ __tbrl_save; } 2>/dev/null' EXIT",
+  `__tbrl_savefn=${ansiCQuote(SAVE_FN)}`,
+  `builtin trap ${ansiCQuote(SAVE_TRAP)} EXIT`,
   'builtin set -m',
   // The options file's last line holds the tracing flags (its newline and the here-string's come off first).
   "__tbrl_o=${__tbrl_o%$'\\n'}; __tbrl_o=${__tbrl_o%$'\\n'}; __tbrl_t=${__tbrl_o##*$'\\n'}; __tbrl_o=${__tbrl_o%$'\\n'*}",
-  '{ builtin eval "$__tbrl_o"; } 2>/dev/null; builtin unset __tbrl_o',
-  'builtin eval "$__tbrl_t$__tbrl_c"',
+  '{ builtin eval "$__tbrl_o"; } 2>/dev/null',
+  'builtin eval "$__tbrl_v"',
+  'builtin unset __tbrl_v __tbrl_o',
+  "builtin eval \"$__tbrl_t\"$'\\n'\"$__tbrl_fn\"$'\\n'\"$__tbrl_c\"",
 ].join('\n');
 
 /**
@@ -141,7 +154,7 @@ export function frameShellPrelude(nonce: string, home: string, stateDir: string)
   const cage = CAGE_CAPS.map(([name, bit]) => `(( 16#\${__tbrl_prm:-0} >> ${bit} & 1 )) && setpriv --bounding-set -${name} true 2>/dev/null && { __tbrl_cage=(setpriv --bounding-set -${name}); break; }`).join('\n  ');
   return [
     'set -m',
-    `__tbrl_nonce=${nonce} __tbrl_home=${ansiCQuote(home)} __tbrl_d=${ansiCQuote(stateDir)} __tbrl_note= __tbrl_v= __tbrl_o=`,
+    `__tbrl_nonce=${nonce} __tbrl_home=${ansiCQuote(home)} __tbrl_d=${ansiCQuote(stateDir)} __tbrl_note= __tbrl_v= __tbrl_o= __tbrl_fn=`,
     `__tbrl_child=${ansiCQuote(CHILD)}`,
     '__tbrl_bash=$(type -P bash || echo /bin/bash) __tbrl_cage=() __tbrl_prm=',
     'while read -r __tbrl_k __tbrl_x; do [ "$__tbrl_k" = CapPrm: ] && __tbrl_prm=$__tbrl_x; done </proc/$$/status 2>/dev/null',
@@ -150,9 +163,10 @@ export function frameShellPrelude(nonce: string, home: string, stateDir: string)
     "__tbrl_frame() { printf '\\n__TBRL_%s__ %s %s %s\\n' \"$__tbrl_nonce\" \"$1\" \"$2\" \"$PWD\"; }",
     // The first state is this shell's own (the container's environment), saved by the same code.
     SAVE_FN,
-    '__tbrl_fresh() { __tbrl_k=save; __tbrl_save 2>/dev/null',
+    // Its functions (these) are not the agent's: the first command starts with none.
+    "__tbrl_fresh() { __tbrl_k=save __tbrl_f=$- __tbrl_so=$SHELLOPTS __tbrl_bo=$BASHOPTS; __tbrl_save 2>/dev/null; __tbrl_fn=",
     "  IFS= read -r -d '' __tbrl_v <\"$__tbrl_d/vars\"; IFS= read -r -d '' __tbrl_o <\"$__tbrl_d/opts\"; }",
-    '__tbrl_spawn() { ( exec -c "${__tbrl_cage[@]}" "$__tbrl_bash" --noprofile --norc -c "$__tbrl_child" bash "$__tbrl_d" "$2" 4<<<"$1" 5<<<"$__tbrl_v" 6<<<"$__tbrl_o" ); }',
+    '__tbrl_spawn() { ( exec -c "${__tbrl_cage[@]}" "$__tbrl_bash" --noprofile --norc -c "$__tbrl_child" bash "$__tbrl_d" "$2" 4<<<"$1" 5<<<"$__tbrl_v" 6<<<"$__tbrl_o" 7<<<"$__tbrl_fn" ); }',
     '__tbrl_run() {',
     '  local rc c',
     '  [ "$PWD" -ef . ] 2>/dev/null || cd -- "$PWD" 2>/dev/null || {',
@@ -165,7 +179,7 @@ export function frameShellPrelude(nonce: string, home: string, stateDir: string)
     // The outer 2>/dev/null takes this shell's own job report ("Killed ...") of a killed command.
     '  { __tbrl_spawn "$1" save </dev/null 2>&1; } 2>/dev/null; rc=$?',
     '  if [ -s "$__tbrl_d/cwd" ]; then',
-    "    IFS= read -r -d '' c <\"$__tbrl_d/cwd\"; IFS= read -r -d '' __tbrl_v <\"$__tbrl_d/vars\"; IFS= read -r -d '' __tbrl_o <\"$__tbrl_d/opts\"",
+    "    IFS= read -r -d '' c <\"$__tbrl_d/cwd\"; IFS= read -r -d '' __tbrl_v <\"$__tbrl_d/vars\"; IFS= read -r -d '' __tbrl_o <\"$__tbrl_d/opts\"; IFS= read -r -d '' __tbrl_fn <\"$__tbrl_d/funcs\"",
     '    [ "$c" = "$PWD" ] || cd -- "$c" 2>/dev/null || {',
     '      cd -- "$__tbrl_home" 2>/dev/null || cd /',
     "      __tbrl_note+=\"[note: the working directory $c no longer exists; the command runs in $PWD]\"$'\\n'; }",
@@ -391,7 +405,7 @@ export class PersistentShell {
     let output = note + r.output.text();
     if (r.timedOut) output += `\n[killed after ${options.timeoutMs} ms timeout${restartNote}]\n`;
     else if (r.stopped) output += `\n${r.stopped.note.replace(/\]$/, `${restartNote}]`)}\n`;
-    else if (r.stateLost) output += `\n[note: the command ended its own shell process (\`exec\`, or a signal: exit status ${r.exitCode}) before the shell state was saved; the next command runs with the working directory and variables from before this command]\n`;
+    else if (r.stateLost) output += `\n[note: the command's shell process ended without saving its state (it ran \`exec\`, got a signal, or its own traps stopped the save; exit status ${r.exitCode}); the next command runs with the working directory and variables from before this command]\n`;
     return {
       exitCode: r.timedOut ? null : r.exitCode,
       output,
