@@ -66,17 +66,21 @@ export class ShellEndedError extends Error {
  */
 const CAGE_CAPS: [string, number][] = [['audit_write', 29], ['mknod', 27], ['setfcap', 31], ['sys_chroot', 18], ['net_raw', 13]];
 
-/** Variables bash sets itself (or that describe one process): never carried to the next command. */
-const NOT_CARRIED = 'BASH|BASHOPTS|BASHPID|BASH_ALIASES|BASH_ARGC|BASH_ARGV|BASH_ARGV0|BASH_CMDS|BASH_COMMAND|BASH_EXECUTION_STRING|BASH_LINENO|BASH_MONOSECONDS|BASH_REMATCH|BASH_SOURCE|BASH_SUBSHELL|BASH_TRAPSIG|BASH_VERSINFO|BASH_VERSION|COLUMNS|COMP_WORDBREAKS|DIRSTACK|EPOCHREALTIME|EPOCHSECONDS|EUID|FUNCNAME|GROUPS|HISTCMD|HOSTNAME|HOSTTYPE|LINENO|LINES|MACHTYPE|OSTYPE|PIPESTATUS|PPID|PWD|RANDOM|SECONDS|SHELLOPTS|SHLVL|SRANDOM|UID|_|__tbrl_*';
+/**
+ * Variables bash sets itself (or that describe one process): never carried to the next command.
+ * The readonly ones (EUID, PPID, UID, BASHOPTS, SHELLOPTS, BASH_VERSINFO) cannot be unset; the
+ * next process refuses their assignment quietly.
+ */
+const NOT_CARRIED = 'BASH BASHPID BASH_ALIASES BASH_ARGC BASH_ARGV BASH_ARGV0 BASH_CMDS BASH_COMMAND BASH_EXECUTION_STRING BASH_LINENO BASH_MONOSECONDS BASH_REMATCH BASH_SOURCE BASH_SUBSHELL BASH_TRAPSIG BASH_VERSION COLUMNS COMP_WORDBREAKS DIRSTACK EPOCHREALTIME EPOCHSECONDS FUNCNAME GROUPS HISTCMD HOSTNAME HOSTTYPE LINENO LINES MACHTYPE OSTYPE PIPESTATUS PWD RANDOM SECONDS SHLVL SRANDOM _';
 
 /**
- * Saves the shell state of a command process for the next one: options, variables (all but
- * bash's own) with aliases, functions, then the cwd last (its presence says the save completed).
- * Runs from the command process's EXIT trap (SAVE_TRAP) with stderr closed, so an agent's
- * `set -x` does not show it. errexit (a failing command would end every later one) and noexec are
- * never carried; xtrace/verbose go on the last line, applied with the command so our own lines
- * are never traced. `__tbrl_f`, `__tbrl_so` and `__tbrl_bo` hold `$-`, SHELLOPTS and BASHOPTS
- * from before the trap.
+ * Saves the shell state of a command process for the next one, as files of shell code in the
+ * state directory: `opts` (shopt, set -o), `trace` (xtrace/verbose, applied with the command so
+ * our own lines are never traced), `vars` (every variable but bash's own), `funcs` (functions,
+ * then aliases), and `cwd` last (its presence says the save completed). Runs from the command
+ * process's EXIT trap (SAVE_TRAP) with stderr closed, so an agent's `set -x` does not show it.
+ * errexit (a failing command would end every later one) and noexec are never carried.
+ * `__tbrl_f`, `__tbrl_so` and `__tbrl_bo` hold `$-`, SHELLOPTS and BASHOPTS from before the trap.
  */
 const SAVE_FN = [
   '__tbrl_save() {',
@@ -91,16 +95,14 @@ const SAVE_FN = [
   "    case $__tbrl_f in *u*) builtin echo 'builtin set -u';; esac",
   "    case $__tbrl_f in *C*) builtin echo 'builtin set -C';; esac",
   "    case :$__tbrl_so: in *:posix:*) builtin echo 'builtin set -o posix';; esac",
-  "    case $__tbrl_f in *x*v*|*v*x*) builtin echo 'builtin set -xv;';; *x*) builtin echo 'builtin set -x;';; *v*) builtin echo 'builtin set -v;';; *) builtin echo 'builtin :;';; esac",
   '  } >|"$__tbrl_d/opts" || builtin return 0',
-  '  builtin compgen -v >|"$__tbrl_d/names" || builtin return 0',
-  '  { while IFS= builtin read -r __tbrl_n; do',
-  `      case $__tbrl_n in BASH_ENV|BASH_XTRACEFD|BASH_COMPAT) builtin declare -p -- "$__tbrl_n";; ${NOT_CARRIED}) ;; *) builtin declare -p -- "$__tbrl_n";; esac`,
-  '    done <"$__tbrl_d/names"',
-  '    builtin alias -p',
-  '  } >|"$__tbrl_d/vars" || builtin return 0',
-  '  builtin declare -f >|"$__tbrl_d/funcs" || builtin return 0',
-  "  builtin printf '%s\\0' \"$PWD\" >|\"$__tbrl_d/cwd\"",
+  "  case $__tbrl_f in *x*v*|*v*x*) builtin echo 'builtin set -xv';; *x*) builtin echo 'builtin set -x';; *v*) builtin echo 'builtin set -v';; *) builtin echo ':';; esac >|\"$__tbrl_d/trace\"",
+  '  { builtin declare -f; builtin alias -p; } >|"$__tbrl_d/funcs" || builtin return 0',
+  // One `declare -p` of everything left once bash's own variables are gone (the process is exiting).
+  '  __tbrl_p=$PWD',
+  `  builtin unset -v ${NOT_CARRIED} __tbrl_c __tbrl_savefn __tbrl_f __tbrl_so __tbrl_bo __tbrl_k`,
+  '  builtin declare -p >|"$__tbrl_d/vars" || builtin return 0',
+  "  builtin printf '%s\\0' \"$__tbrl_p\" >|\"$__tbrl_d/cwd\"",
   '}',
 ].join('\n');
 
@@ -113,28 +115,29 @@ const SAVE_FN = [
 const SAVE_TRAP = '{ __tbrl_f=$- __tbrl_so=$SHELLOPTS __tbrl_bo=$BASHOPTS POSIXLY_CORRECT=1; unset -f builtin command __tbrl_save; eval "$__tbrl_savefn"; unset POSIXLY_CORRECT; __tbrl_save; } 2>/dev/null';
 
 /**
- * The program of one command process: `bash -c CHILD bash <state dir> <save|nosave>` with the
- * command on fd 4, variables and aliases on fd 5, options on fd 6 and functions on fd 7
- * (here-strings of the frame shell). It starts from an empty environment (`exec -c`), restores
- * options, then variables, then — in the same `eval` as the command, so no agent function can
- * shadow a builtin before — the functions, and runs the command at top level: `cd`, `export`,
+ * The program of one command process: `bash -c CHILD bash <state dir> <save|nosave> <command>`
+ * (or `... '' file` with the command in `<state dir>/cmd` when it is too long for an argument).
+ * It starts from an empty environment (`exec -c`), sources the options and variables (before its
+ * own variables are set: the saved ones include a stale copy), then — in
+ * the same `eval` as the command, so no agent function or alias exists while our own lines run —
+ * the tracing flags, functions and aliases, and runs the command at top level: `cd`, `export`,
  * plain variables, functions, aliases and options carry over to the next command as in one
- * terminal. Traps, jobs and `enable` settings belong to one command.
+ * terminal. Traps, jobs and `enable` settings belong to one command. State files are sourced
+ * (read whole), never read with `read -d` (one syscall per byte).
  */
 const CHILD = [
-  "IFS= builtin read -r -d '' __tbrl_c <&4; IFS= builtin read -r -d '' __tbrl_v <&5; IFS= builtin read -r -d '' __tbrl_o <&6; IFS= builtin read -r -d '' __tbrl_fn <&7",
-  'builtin exec 4<&- 5<&- 6<&- 7<&-',
-  '__tbrl_d=$1 __tbrl_k=$2; builtin shift 2',
+  'builtin set -m',
+  '{ builtin . "$1/opts"; builtin . "$1/vars"; } 2>/dev/null',
+  '__tbrl_d=$1 __tbrl_k=$2 __tbrl_c=$3',
+  'builtin test "${4-}" != file || __tbrl_c=$(<"$__tbrl_d/cmd")',
+  'builtin shift $#',
   `__tbrl_savefn=${ansiCQuote(SAVE_FN)}`,
   `builtin trap ${ansiCQuote(SAVE_TRAP)} EXIT`,
-  'builtin set -m',
-  // The options file's last line holds the tracing flags (its newline and the here-string's come off first).
-  "__tbrl_o=${__tbrl_o%$'\\n'}; __tbrl_o=${__tbrl_o%$'\\n'}; __tbrl_t=${__tbrl_o##*$'\\n'}; __tbrl_o=${__tbrl_o%$'\\n'*}",
-  '{ builtin eval "$__tbrl_o"; } 2>/dev/null',
-  'builtin eval "$__tbrl_v"',
-  'builtin unset __tbrl_v __tbrl_o',
-  "builtin eval \"$__tbrl_t\"$'\\n'\"$__tbrl_fn\"$'\\n'\"$__tbrl_c\"",
+  `builtin eval "builtin . \\"\\$__tbrl_d/trace\\" 2>/dev/null"$'\\n''{ builtin . "$__tbrl_d/funcs"; } 2>/dev/null'$'\\n'"$__tbrl_c"`,
 ].join('\n');
+
+/** Commands longer than this go to the child through a file (one argument may hold 128 KiB). */
+const ARG_LIMIT = 100_000;
 
 /**
  * The frame shell: a bash that never runs agent code. It reads its own program and the commands
@@ -148,38 +151,39 @@ const CHILD = [
  * die in a child and never run here.
  *
  * Before each command: a working directory deleted since the last command is replaced by `home`
- * (the task's workdir), with a note.
+ * (the task's workdir), and a removed state directory by the container's environment, each with a
+ * note.
  */
 export function frameShellPrelude(nonce: string, home: string, stateDir: string): string {
   const cage = CAGE_CAPS.map(([name, bit]) => `(( 16#\${__tbrl_prm:-0} >> ${bit} & 1 )) && setpriv --bounding-set -${name} true 2>/dev/null && { __tbrl_cage=(setpriv --bounding-set -${name}); break; }`).join('\n  ');
   return [
     'set -m',
-    `__tbrl_nonce=${nonce} __tbrl_home=${ansiCQuote(home)} __tbrl_d=${ansiCQuote(stateDir)} __tbrl_note= __tbrl_v= __tbrl_o= __tbrl_fn=`,
+    `__tbrl_nonce=${nonce} __tbrl_home=${ansiCQuote(home)} __tbrl_d=${ansiCQuote(stateDir)} __tbrl_note=`,
     `__tbrl_child=${ansiCQuote(CHILD)}`,
     '__tbrl_bash=$(type -P bash || echo /bin/bash) __tbrl_cage=() __tbrl_prm=',
     'while read -r __tbrl_k __tbrl_x; do [ "$__tbrl_k" = CapPrm: ] && __tbrl_prm=$__tbrl_x; done </proc/$$/status 2>/dev/null',
     `if type -P setpriv >/dev/null 2>&1; then for __tbrl_x in 1; do\n  ${cage}\ndone; fi`,
-    'mkdir -p -m 700 "$__tbrl_d" 2>/dev/null',
     "__tbrl_frame() { printf '\\n__TBRL_%s__ %s %s %s\\n' \"$__tbrl_nonce\" \"$1\" \"$2\" \"$PWD\"; }",
-    // The first state is this shell's own (the container's environment), saved by the same code.
+    // The first state is this shell's own (the container's environment), saved by the same code;
+    // its functions (these) are not the agent's, so the first command starts with none.
     SAVE_FN,
-    // Its functions (these) are not the agent's: the first command starts with none.
-    "__tbrl_fresh() { __tbrl_k=save __tbrl_f=$- __tbrl_so=$SHELLOPTS __tbrl_bo=$BASHOPTS; __tbrl_save 2>/dev/null; __tbrl_fn=",
-    "  IFS= read -r -d '' __tbrl_v <\"$__tbrl_d/vars\"; IFS= read -r -d '' __tbrl_o <\"$__tbrl_d/opts\"; }",
-    '__tbrl_spawn() { ( exec -c "${__tbrl_cage[@]}" "$__tbrl_bash" --noprofile --norc -c "$__tbrl_child" bash "$__tbrl_d" "$2" 4<<<"$1" 5<<<"$__tbrl_v" 6<<<"$__tbrl_o" 7<<<"$__tbrl_fn" ); }',
+    '__tbrl_fresh() { mkdir -p -m 700 "$__tbrl_d" 2>/dev/null; __tbrl_k=save __tbrl_f=$- __tbrl_so=$SHELLOPTS __tbrl_bo=$BASHOPTS; ( __tbrl_save ) 2>/dev/null; : >|"$__tbrl_d/funcs"; }',
+    `__tbrl_spawn() { if [ \${#1} -lt ${ARG_LIMIT} ]; then set -- "$1" "$2" ''; else printf %s "$1" >|"$__tbrl_d/cmd"; set -- '' "$2" file; fi`,
+    `  ( exec -c "\${__tbrl_cage[@]}" "$__tbrl_bash" --noprofile --norc -c "$__tbrl_child" bash "$__tbrl_d" "$2" "$1" "$3" ); }`,
     '__tbrl_run() {',
     '  local rc c',
     '  [ "$PWD" -ef . ] 2>/dev/null || cd -- "$PWD" 2>/dev/null || {',
     '    c=$PWD; cd -- "$__tbrl_home" 2>/dev/null || cd /',
     "    __tbrl_note+=\"[note: the working directory $c no longer exists; the command runs in $PWD]\"$'\\n'; }",
-    '  [ -d "$__tbrl_d" ] || mkdir -p -m 700 "$__tbrl_d" 2>/dev/null',
+    '  [ -s "$__tbrl_d/opts" ] || { __tbrl_fresh',
+    "    __tbrl_note+=\"[note: the shell's saved state ($__tbrl_d) was removed; the command runs with the container's original environment]\"$'\\n'; }",
     "  printf %s \"$__tbrl_note\"; __tbrl_note=",
     '  if [ -n "$2" ]; then __tbrl_spawn "$1" nosave </dev/null >"$2" 2>&1 & __tbrl_frame 0 $!; return; fi',
     '  : 2>/dev/null >|"$__tbrl_d/cwd"',
     // The outer 2>/dev/null takes this shell's own job report ("Killed ...") of a killed command.
     '  { __tbrl_spawn "$1" save </dev/null 2>&1; } 2>/dev/null; rc=$?',
     '  if [ -s "$__tbrl_d/cwd" ]; then',
-    "    IFS= read -r -d '' c <\"$__tbrl_d/cwd\"; IFS= read -r -d '' __tbrl_v <\"$__tbrl_d/vars\"; IFS= read -r -d '' __tbrl_o <\"$__tbrl_d/opts\"; IFS= read -r -d '' __tbrl_fn <\"$__tbrl_d/funcs\"",
+    "    IFS= read -r -d '' c <\"$__tbrl_d/cwd\"",
     '    [ "$c" = "$PWD" ] || cd -- "$c" 2>/dev/null || {',
     '      cd -- "$__tbrl_home" 2>/dev/null || cd /',
     "      __tbrl_note+=\"[note: the working directory $c no longer exists; the command runs in $PWD]\"$'\\n'; }",
@@ -187,6 +191,9 @@ export function frameShellPrelude(nonce: string, home: string, stateDir: string)
     '  else __tbrl_frame "$rc" lost; fi',
     '}',
     '__tbrl_fresh',
+    // From here on this shell's own stderr (job reports such as "Killed ( exec -c ...)" of a killed
+    // command) is not the command's output; commands get their own 2>&1.
+    'exec 2>/dev/null',
     '',
   ].join('\n');
 }
