@@ -99,10 +99,12 @@ const SAVE_FN = [
   "  case $__tbrl_f in *x*v*|*v*x*) builtin echo 'builtin set -xv';; *x*) builtin echo 'builtin set -x';; *v*) builtin echo 'builtin set -v';; *) builtin echo ':';; esac >|\"$__tbrl_d/trace\"",
   '  { builtin declare -f; builtin alias -p; } >|"$__tbrl_d/funcs" || builtin return 0',
   // One `declare -p` of everything left once bash's own variables are gone (the process is exiting).
-  '  __tbrl_p=$PWD',
-  `  builtin unset -v ${NOT_CARRIED} __tbrl_c __tbrl_savefn __tbrl_f __tbrl_so __tbrl_bo __tbrl_k`,
-  '  builtin declare -p >|"$__tbrl_d/vars" || builtin return 0',
-  "  builtin printf '%s\\0' \"$__tbrl_p\" >|\"$__tbrl_d/cwd\"",
+  // Every __tbrl_ variable goes too (the frame shell's own, the nonce among them, when it saves
+  // the first state); the paths stay in the function's positional parameters.
+  '  builtin set -- "$__tbrl_d" "$PWD"',
+  `  builtin unset -v \${!__tbrl_@} ${NOT_CARRIED}`,
+  '  builtin declare -p >|"$1/vars" || builtin return 0',
+  "  builtin printf '%s\\0' \"$2\" >|\"$1/cwd\"",
   '}',
 ].join('\n');
 
@@ -169,7 +171,9 @@ export function frameShellPrelude(nonce: string, home: string, stateDir: string)
     SAVE_FN,
     '__tbrl_fresh() { mkdir -p -m 700 "$__tbrl_d" 2>/dev/null; __tbrl_k=save __tbrl_f=$- __tbrl_so=$SHELLOPTS __tbrl_bo=$BASHOPTS; ( __tbrl_save ) 2>/dev/null; : >|"$__tbrl_d/funcs"; }',
     `__tbrl_spawn() { if [ \${#1} -lt ${ARG_LIMIT} ]; then set -- "$1" "$2" ''; else printf %s "$1" >|"$__tbrl_d/cmd"; set -- '' "$2" file; fi`,
-    `  ( exec -c "\${__tbrl_cage[@]}" "$__tbrl_bash" --noprofile --norc -c "$__tbrl_child" bash "$__tbrl_d" "$2" "$1" "$3" ); }`,
+    // The redirections belong to the exec'd child: this shell's own stderr stays /dev/null, so its
+  // job report of a killed command ("Killed ( exec -c ...)") never reaches the output.
+  `  ( exec -c "\${__tbrl_cage[@]}" "$__tbrl_bash" --noprofile --norc -c "$__tbrl_child" bash "$__tbrl_d" "$2" "$1" "$3" </dev/null 2>&1 ); }`,
     '__tbrl_run() {',
     '  local rc c',
     '  [ "$PWD" -ef . ] 2>/dev/null || cd -- "$PWD" 2>/dev/null || {',
@@ -178,10 +182,9 @@ export function frameShellPrelude(nonce: string, home: string, stateDir: string)
     '  [ -s "$__tbrl_d/opts" ] || { __tbrl_fresh',
     "    __tbrl_note+=\"[note: the shell's saved state ($__tbrl_d) was removed; the command runs with the container's original environment]\"$'\\n'; }",
     "  printf %s \"$__tbrl_note\"; __tbrl_note=",
-    '  if [ -n "$2" ]; then __tbrl_spawn "$1" nosave </dev/null >"$2" 2>&1 & __tbrl_frame 0 $!; return; fi',
+    '  if [ -n "$2" ]; then __tbrl_spawn "$1" nosave >"$2" & __tbrl_frame 0 $!; return; fi',
     '  : 2>/dev/null >|"$__tbrl_d/cwd"',
-    // The outer 2>/dev/null takes this shell's own job report ("Killed ...") of a killed command.
-    '  { __tbrl_spawn "$1" save </dev/null 2>&1; } 2>/dev/null; rc=$?',
+    '  __tbrl_spawn "$1" save; rc=$?',
     '  if [ -s "$__tbrl_d/cwd" ]; then',
     "    IFS= read -r -d '' c <\"$__tbrl_d/cwd\"",
     '    [ "$c" = "$PWD" ] || cd -- "$c" 2>/dev/null || {',
