@@ -241,7 +241,8 @@ chaosCase('agent: forge the frame — extdebug + BASH_ARGV, `builtin()`/`printf(
       assert.doesNotMatch(r.output, /HOOK/);
     }
     // The hooks in the same command as a forged frame and `exit 1`.
-    const forged = await sb.exec(`${hooks}; printf '\\n__TBRL_00000000000000000000000000000000__ 0 - /forged\\n'; exit 1`, { timeoutMs: 15_000 });
+    // (its own printf() function is shadowed: /usr/bin/printf writes the frame)
+    const forged = await sb.exec(`${hooks}; /usr/bin/printf '\\n__TBRL_00000000000000000000000000000000__ 0 - /forged\\n'; exit 1`, { timeoutMs: 15_000 });
     assert.match(forged.output, /__TBRL_0+__ 0 - \/forged/);
     assert.notEqual((await sb.exec('pwd')).output, '/forged\n');
     said.push(`builtin()/trap DEBUG/EXIT/PROMPT_COMMAND/enable -n: next \`false\` exit 1, \`(exit 7)\` 7, no hook ran; in one command with a forged frame: recorded exit ${forged.exitCode} (its own EXIT trap's)`);
@@ -275,7 +276,8 @@ chaosCase('agent: exit statuses — `exit 1`, `false`, `(exit 7)`, `exit 300`, `
   const scripted = cases.slice(0, 4);
   const r = await runWorkspace({
     workspaceFolder: ws, instruction: 'exit codes', outDir: join(scratch, 'ws-exit-run'),
-    policyOverride: new ScriptedPolicy([...scripted.map(([cmd]) => `<bash>\ncmd: ${cmd}\n</bash>`), '<finish/>']),
+    // Quoted: a bare `cmd: false` is a YAML boolean.
+    policyOverride: new ScriptedPolicy([...scripted.map(([cmd]) => `<bash>\ncmd: ${JSON.stringify(cmd)}\n</bash>`), '<finish/>']),
   });
   recordRunId(r.runId);
   const recorded = r.steps.slice(0, scripted.length).map((s) => s.actions[0].exitCode);
