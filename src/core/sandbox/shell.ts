@@ -552,7 +552,16 @@ export class PersistentShell {
     }
     p?.reject(new Error('restarted'));
     this.restarts++;
-    await this.ensureStarted();
+    try {
+      await this.ensureStarted();
+    } catch (err) {
+      if (!(err instanceof ShellUnresponsiveError) || this.closed) throw err;
+      // Something outside the old shell's tree holds every pid (a fork bomb's reparented
+      // processes): the new shell cannot fork its commands. Kill all but the entrypoint and retry once.
+      await this.killAllButShell();
+      this.alive = false;
+      await this.ensureStarted();
+    }
   }
 
   /** Background output between commands; only the latest bytes are kept so a chatty job cannot grow memory. */
