@@ -17,6 +17,9 @@ import { ContainerGoneError, ContainerOomError, DockerDiedError, SandboxFileErro
 
 export { LABEL_KIND, LABEL_STEP } from './types';
 
+/** How often a sandbox starts its container again after the agent killed every process in it. */
+const MAX_REVIVALS = 3;
+
 export interface DockerSandboxInit {
   docker: Docker;
   container: Docker.Container;
@@ -40,6 +43,8 @@ export class DockerSandbox implements Sandbox {
   private readonly shell: PersistentShell;
   private closing?: Promise<void>;
   private oomKillsSeen = 0;
+  /** Times the container was started again after a command killed every process in it. */
+  private revivals = 0;
   private readonly diskWatchdog?: DiskWatchdog;
   /** Background writers were stopped between commands: the next command's result says so. */
   private pendingDiskNotice?: string;
@@ -117,8 +122,35 @@ export class DockerSandbox implements Sandbox {
       return this.withDiskNotice(result);
     } catch (err) {
       if (err instanceof ShellEndedError) return this.afterShellEnded(err);
+      // The container stopped between commands (a background `kill -9 -1`), or under a shell this
+      // sandbox does not own (the tracer's): start it again once and run the command there.
+      const note = await this.reviveAfterKillAll();
+      if (note) {
+        const result = await this.exec(command, options);
+        result.output = `${note}\n${result.output}`;
+        return result;
+      }
       throw await this.explain(err, 'running a command');
     }
+  }
+
+  /**
+   * `kill -9 -1` by the agent kills the entrypoint, which stops the container (exit 137, not the
+   * OOM killer). Its files are intact, so it is started again (at most MAX_REVIVALS times a
+   * sandbox) and the next command gets a new shell in the last working directory. Returns the note
+   * for the output, or undefined when the container did not stop that way or cannot be revived.
+   */
+  private async reviveAfterKillAll(): Promise<string | undefined> {
+    const state = await this.container.inspect().catch(() => undefined);
+    if (!state || state.State?.Running || state.State?.OOMKilled || state.State?.ExitCode !== 137) return undefined;
+    if (this.revivals >= MAX_REVIVALS || this.closing) return undefined;
+    this.revivals++;
+    try {
+      await this.container.start();
+    } catch {
+      return undefined;
+    }
+    return `[note: a command killed every process in the container (e.g. \`kill -9 -1\`), which stopped it; the container was started again (${this.revivals} of ${MAX_REVIVALS} times): files are kept, running processes and the shell's variables are not; commands run in ${this.shell.cwd ?? 'the working directory'}]`;
   }
 
   async execArgv(argv: string[], options: ExecOptions & { cwd?: string; env?: Record<string, string>; user?: string } = {}): Promise<ExecResult> {
@@ -344,11 +376,15 @@ export class DockerSandbox implements Sandbox {
     if (state.State?.OOMKilled) throw new ContainerOomError(this.info.containerId, this.limits.memoryBytes);
     if (!state.State?.Running) {
       // 137 without the OOM killer is SIGKILL from inside: the agent's command killed every process it could see.
+      const revived = await this.reviveAfterKillAll();
+      if (revived) {
+        return { exitCode: (await err.exitCode()) ?? 137, output: `${err.partialOutput}\n${revived}\n`, droppedBytes: 0, timedOut: false, durationMs: 0 };
+      }
       if (state.State?.ExitCode === 137) {
         throw new ContainerGoneError(
           this.info.containerId,
           "container exited with code 137: a command killed the container's main process (e.g. `kill -9 -1` kills every process the agent can see)",
-          'the run cannot go on without its container; the steps so far are kept. Resume from a checkpoint, or end the instruction with a note not to kill every process.',
+          `the container was already started again ${MAX_REVIVALS} times; the steps so far are kept. Resume from a checkpoint, or end the instruction with a note not to kill every process.`,
         );
       }
       throw new ContainerGoneError(this.info.containerId, `container exited with code ${state.State?.ExitCode}`);

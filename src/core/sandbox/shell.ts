@@ -6,6 +6,7 @@ import { CappedOutput } from './output-cap';
 import { DockerDemuxer } from './demux';
 import { ansiCQuote } from './bash-quote';
 import { KILL_SCRIPT } from './kill-script';
+import { SHELL_STATE_PREFIX } from './shell-paths';
 
 /** Starts `bash` in the container with stdin attached: the raw multiplexed stream and a way to read its exit code. */
 export type ShellSpawner = (workdir: string | undefined) => Promise<{ stream: Duplex; exitCode: () => Promise<number | null> }>;
@@ -56,39 +57,158 @@ export class ShellEndedError extends Error {
   }
 }
 
-// Defined once in the shell: the state dump for checkpoints (it carries no secret).
-const PRELUDE = [
-  'set -m',
-  '__tbrl_state() { builtin printf \'%s\\0\' "$PWD"; local __n; for __n in $(compgen -e); do builtin printf \'%s=%s\\0\' "$__n" "${!__n}"; done; }',
-  '',
+
+/**
+ * Capabilities the agent's processes may lose so that the frame shell holds one they lack: the
+ * kernel then refuses them /proc/<frame shell>/{mem,environ,fd/*} (ptrace access needs the
+ * caller's capabilities to cover the target's). The first one the frame shell has is dropped;
+ * AUDIT_WRITE (used only for audit logging) comes first. [name, capability bit].
+ */
+const CAGE_CAPS: [string, number][] = [['audit_write', 29], ['mknod', 27], ['setfcap', 31], ['sys_chroot', 18], ['net_raw', 13]];
+
+/**
+ * Variables bash sets itself (or that describe one process): never carried to the next command.
+ * The readonly ones (EUID, PPID, UID, BASHOPTS, SHELLOPTS, BASH_VERSINFO) cannot be unset; the
+ * next process refuses their assignment quietly.
+ */
+const NOT_CARRIED = 'BASH BASHPID BASH_ALIASES BASH_ARGC BASH_ARGV BASH_ARGV0 BASH_CMDS BASH_COMMAND BASH_EXECUTION_STRING BASH_LINENO BASH_MONOSECONDS BASH_REMATCH BASH_SOURCE BASH_SUBSHELL BASH_TRAPSIG BASH_VERSION COLUMNS COMP_WORDBREAKS DIRSTACK EPOCHREALTIME EPOCHSECONDS FUNCNAME GROUPS HISTCMD HOSTNAME HOSTTYPE LINENO LINES MACHTYPE OSTYPE PIPESTATUS PWD RANDOM SECONDS SHLVL SRANDOM _';
+
+/**
+ * Saves the shell state of a command process for the next one, as files of shell code in the
+ * state directory: `opts` (shopt, set -o), `trace` (xtrace/verbose, applied with the command so
+ * our own lines are never traced), `vars` (every variable but bash's own), `funcs` (functions,
+ * then aliases), and `cwd` last (its presence says the save completed). Runs from the command
+ * process's EXIT trap (SAVE_TRAP) with stderr closed, so an agent's `set -x` does not show it.
+ * errexit (a failing command would end every later one) and noexec are never carried.
+ * `__tbrl_f`, `__tbrl_so` and `__tbrl_bo` hold `$-`, SHELLOPTS and BASHOPTS from before the trap.
+ */
+const SAVE_FN = [
+  '__tbrl_save() {',
+  '  builtin set +euxvC',
+  '  builtin test "${__tbrl_k-}" = save || builtin return 0',
+  '  __tbrl_k=saved',
+  "  builtin local IFS=$' \\t\\n' __tbrl_n",
+  '  { builtin shopt -p; builtin set +o',
+  // Leaving posix mode (the trap's) resets some shopts: say again what they were before the trap.
+  "    for __tbrl_n in ${BASHOPTS//:/ }; do case :$__tbrl_bo: in *:$__tbrl_n:*) ;; *) builtin echo \"builtin shopt -u $__tbrl_n\";; esac; done",
+  "    builtin test -z \"$__tbrl_bo\" || builtin echo \"builtin shopt -s ${__tbrl_bo//:/ }\"",
+  "    case $__tbrl_f in *u*) builtin echo 'builtin set -u';; esac",
+  "    case $__tbrl_f in *C*) builtin echo 'builtin set -C';; esac",
+  "    case :$__tbrl_so: in *:posix:*) builtin echo 'builtin set -o posix';; esac",
+  '  } >|"$__tbrl_d/opts" || builtin return 0',
+  "  case $__tbrl_f in *x*v*|*v*x*) builtin echo 'builtin set -xv';; *x*) builtin echo 'builtin set -x';; *v*) builtin echo 'builtin set -v';; *) builtin echo ':';; esac >|\"$__tbrl_d/trace\"",
+  '  { builtin declare -f; builtin alias -p; } >|"$__tbrl_d/funcs" || builtin return 0',
+  // One `declare -p` of everything left once bash's own variables are gone (the process is exiting).
+  // Every __tbrl_ variable goes too (the frame shell's own, the nonce among them, when it saves
+  // the first state); the paths stay in the function's positional parameters.
+  '  builtin set -- "$__tbrl_d" "$PWD"',
+  `  builtin unset -v \${!__tbrl_@} ${NOT_CARRIED}`,
+  '  builtin declare -p >|"$1/vars" || builtin return 0',
+  "  builtin printf '%s\\0' \"$2\" >|\"$1/cwd\"",
+  '}',
 ].join('\n');
 
 /**
- * The line that runs one command. The command reaches the shell as an ANSI-C quoted argument to
- * `eval`, so no quoting in it can unbalance the line; stdin is /dev/null so it cannot eat the
- * shell's own input; `&& ... ||` keeps a `set -e` typed by the agent from killing the shell;
- * `builtin` keeps a user function named printf/eval from breaking the frame.
- *
- * The frame nonce is a literal in the final printf only: never a function argument (BASH_ARGV
- * with extdebug, `$1`), a variable (`set`, `declare`), the environment or a command line in
- * /proc, and it is consumed from stdin before the command starts. What the agent can switch on to
- * watch the shell's own commands (a DEBUG/RETURN trap, extdebug, functrace, history) is switched
- * off after the command and before the printf runs.
- *
- * Before the command: a working directory deleted since the last command (`rmdir` of the cwd)
- * is replaced by the shell's home directory, with a note in the output.
+ * The command process's EXIT trap. Agent functions may shadow any regular builtin, `builtin` and
+ * `command` included; POSIXLY_CORRECT (an assignment: no lookup) makes `unset` and `eval` special
+ * builtins that no function can shadow, so the trap drops the agent's `builtin`/`command`/
+ * `__tbrl_save` functions (they are not carried over) and defines the save afresh.
  */
-export function framedLine(nonce: string, command: string, home: string, background?: { log: string }): string {
-  const recover = [
-    'builtin [ "$PWD" -ef . ] 2>/dev/null || builtin cd -- "$PWD" 2>/dev/null || {',
-    `__tbrl_gone=$PWD; builtin cd -- ${ansiCQuote(home)} 2>/dev/null || builtin cd /;`,
-    "builtin printf '[note: the working directory %s no longer exists; the command runs in %s]\\n' \"$__tbrl_gone\" \"$PWD\"; }",
-  ].join(' ');
-  const unwatch = 'builtin shopt -u extdebug; builtin trap - DEBUG RETURN; builtin set +o history +o functrace';
-  if (background) {
-    return `${recover}\n{ builtin eval ${ansiCQuote(command)}\n} </dev/null >${ansiCQuote(background.log)} 2>&1 & __tbrl_pid=$!; ${unwatch}; builtin printf '\\n__TBRL_${nonce}__ 0 %s %s\\n' "$__tbrl_pid" "$PWD"`;
-  }
-  return `${recover}\n{ builtin eval ${ansiCQuote(command)}\n} </dev/null 2>&1 && __tbrl_rc=0 || __tbrl_rc=$?; ${unwatch}; builtin printf '\\n__TBRL_${nonce}__ %s - %s\\n' "$__tbrl_rc" "$PWD"`;
+const SAVE_TRAP = '{ __tbrl_f=$- __tbrl_so=$SHELLOPTS __tbrl_bo=$BASHOPTS POSIXLY_CORRECT=1; unset -f builtin command __tbrl_save; eval "$__tbrl_savefn"; unset POSIXLY_CORRECT; __tbrl_save; } 2>/dev/null';
+
+/**
+ * The program of one command process: `bash -c CHILD bash <state dir> <save|nosave> <command>`
+ * (or `... '' file` with the command in `<state dir>/cmd` when it is too long for an argument).
+ * It starts from an empty environment (`exec -c`), sources the options and variables (before its
+ * own variables are set: the saved ones include a stale copy), then — in
+ * the same `eval` as the command, so no agent function or alias exists while our own lines run —
+ * the tracing flags, functions and aliases, and runs the command at top level: `cd`, `export`,
+ * plain variables, functions, aliases and options carry over to the next command as in one
+ * terminal. Traps, jobs and `enable` settings belong to one command. State files are sourced
+ * (read whole), never read with `read -d` (one syscall per byte).
+ */
+const CHILD = [
+  'builtin set -m',
+  '{ builtin . "$1/opts"; builtin . "$1/vars"; } 2>/dev/null',
+  '__tbrl_d=$1 __tbrl_k=$2 __tbrl_c=$3',
+  'builtin test "${4-}" != file || __tbrl_c=$(<"$__tbrl_d/cmd")',
+  'builtin shift $#',
+  `__tbrl_savefn=${ansiCQuote(SAVE_FN)}`,
+  `builtin trap ${ansiCQuote(SAVE_TRAP)} EXIT`,
+  `builtin eval "builtin . \\"\\$__tbrl_d/trace\\" 2>/dev/null"$'\\n''{ builtin . "$__tbrl_d/funcs"; } 2>/dev/null'$'\\n'"$__tbrl_c"`,
+].join('\n');
+
+/** Commands longer than this go to the child through a file (one argument may hold 128 KiB). */
+const ARG_LIMIT = 100_000;
+
+/**
+ * The frame shell: a bash that never runs agent code. It reads its own program and the commands
+ * from the studio on stdin; each command runs in a fresh child bash (`__tbrl_run`), and the frame
+ * shell itself prints the frame — the child's exit status as `wait` saw it, and the cwd the child
+ * left (which the frame shell moves to). The nonce lives only in this process's memory: it is in
+ * no argument, environment or file, the children are exec'd (they get none of its variables), and
+ * where `setpriv` and a capability allow it the children lose one capability the frame shell
+ * keeps, so the kernel refuses them this process's /proc memory, environment and descriptors.
+ * Agent functions, traps (DEBUG/RETURN/EXIT), extdebug, PROMPT_COMMAND or `enable -n` live and
+ * die in a child and never run here.
+ *
+ * Before each command: a working directory deleted since the last command is replaced by `home`
+ * (the task's workdir), and a removed state directory by the container's environment, each with a
+ * note.
+ */
+export function frameShellPrelude(nonce: string, home: string, stateDir: string): string {
+  const cage = CAGE_CAPS.map(([name, bit]) => `(( 16#\${__tbrl_prm:-0} >> ${bit} & 1 )) && setpriv --bounding-set -${name} true 2>/dev/null && { __tbrl_cage=(setpriv --bounding-set -${name}); break; }`).join('\n  ');
+  return [
+    'set -m',
+    `__tbrl_nonce=${nonce} __tbrl_home=${ansiCQuote(home)} __tbrl_d=${ansiCQuote(stateDir)} __tbrl_note=`,
+    `__tbrl_child=${ansiCQuote(CHILD)}`,
+    '__tbrl_bash=$(type -P bash || echo /bin/bash) __tbrl_cage=() __tbrl_prm=',
+    'while read -r __tbrl_k __tbrl_x; do [ "$__tbrl_k" = CapPrm: ] && __tbrl_prm=$__tbrl_x; done </proc/$$/status 2>/dev/null',
+    `if type -P setpriv >/dev/null 2>&1; then for __tbrl_x in 1; do\n  ${cage}\ndone; fi`,
+    "__tbrl_frame() { printf '\\n__TBRL_%s__ %s %s %s\\n' \"$__tbrl_nonce\" \"$1\" \"$2\" \"$PWD\"; }",
+    // The first state is this shell's own (the container's environment), saved by the same code;
+    // its functions (these) are not the agent's, so the first command starts with none.
+    SAVE_FN,
+    '__tbrl_fresh() { mkdir -p -m 700 "$__tbrl_d" 2>/dev/null; __tbrl_k=save __tbrl_f=$- __tbrl_so=$SHELLOPTS __tbrl_bo=$BASHOPTS; ( __tbrl_save ) 2>/dev/null; : >|"$__tbrl_d/funcs"; }',
+    `__tbrl_spawn() { if [ \${#1} -lt ${ARG_LIMIT} ]; then set -- "$1" "$2" ''; else printf %s "$1" >|"$__tbrl_d/cmd"; set -- '' "$2" file; fi`,
+    // The redirections belong to the exec'd child: this shell's own stderr stays /dev/null, so its
+  // job report of a killed command ("Killed ( exec -c ...)") never reaches the output.
+  `  ( exec -c "\${__tbrl_cage[@]}" "$__tbrl_bash" --noprofile --norc -c "$__tbrl_child" bash "$__tbrl_d" "$2" "$1" "$3" </dev/null 2>&1 ); }`,
+    '__tbrl_run() {',
+    '  local rc c',
+    '  [ "$PWD" -ef . ] 2>/dev/null || cd -- "$PWD" 2>/dev/null || {',
+    '    c=$PWD; cd -- "$__tbrl_home" 2>/dev/null || cd /',
+    "    __tbrl_note+=\"[note: the working directory $c no longer exists; the command runs in $PWD]\"$'\\n'; }",
+    '  [ -s "$__tbrl_d/opts" ] || { __tbrl_fresh',
+    "    __tbrl_note+=\"[note: the shell's saved state ($__tbrl_d) was removed; the command runs with the container's original environment]\"$'\\n'; }",
+    "  printf %s \"$__tbrl_note\"; __tbrl_note=",
+    '  if [ -n "$2" ]; then __tbrl_spawn "$1" nosave >"$2" & __tbrl_frame 0 $!; return; fi',
+    '  : 2>/dev/null >|"$__tbrl_d/cwd"',
+    '  __tbrl_spawn "$1" save; rc=$?',
+    '  if [ -s "$__tbrl_d/cwd" ]; then',
+    "    IFS= read -r -d '' c <\"$__tbrl_d/cwd\"",
+    '    [ "$c" = "$PWD" ] || cd -- "$c" 2>/dev/null || {',
+    '      cd -- "$__tbrl_home" 2>/dev/null || cd /',
+    "      __tbrl_note+=\"[note: the working directory $c no longer exists; the command runs in $PWD]\"$'\\n'; }",
+    '    __tbrl_frame "$rc" -',
+    '  else __tbrl_frame "$rc" lost; fi',
+    '}',
+    '__tbrl_fresh',
+    // From here on this shell's own stderr (job reports such as "Killed ( exec -c ...)" of a killed
+    // command) is not the command's output; commands get their own 2>&1.
+    'exec 2>/dev/null',
+    '',
+  ].join('\n');
+}
+
+/** One agent command for the frame shell (`background`: started with output to a log, framed at once). */
+export function runLine(command: string, background?: { log: string }): string {
+  return `__tbrl_run ${ansiCQuote(command)}${background ? ` ${ansiCQuote(background.log)}` : ''}`;
+}
+
+/** One of the studio's own commands, run in the frame shell itself (start-up questions only). */
+export function frameShellLine(command: string): string {
+  return `{ ${command}\n} </dev/null 2>&1; __tbrl_frame $? -`;
 }
 
 const STRAY_LIMIT = 64 * 1024;
@@ -101,18 +221,33 @@ export interface StopRequest {
   fields: Partial<ExecResult>;
 }
 
+/** What the frame shell says when a command ends. */
+interface FrameEnd {
+  exitCode: number;
+  /** A background command's pid. */
+  pid?: number;
+  cwd: string;
+  /** The command's process ended without saving the shell state (exec, a signal). */
+  stateLost: boolean;
+}
+
+/** cwd and exported environment, NUL-separated, for checkpoints (run as a command: that is where they live). */
+const STATE_DUMP = 'builtin printf \'%s\\0\' "$PWD"; for __tbrl_e in $(builtin compgen -e); do builtin printf \'%s=%s\\0\' "$__tbrl_e" "${!__tbrl_e}"; done';
+
 interface Pending {
   nonce: string;
   marker: Buffer;
   output: CappedOutput;
   carry: Buffer;
-  resolve: (r: { exitCode: number; pid?: number; cwd: string }) => void;
+  resolve: (r: FrameEnd) => void;
   reject: (e: Error) => void;
 }
 
 /**
- * One long-lived bash per container. Commands run one at a time in the same shell process, so
- * `cd` and `export` persist exactly as in a terminal; each is framed by a per-command nonce.
+ * One long-lived frame shell per container (see frameShellPrelude). Commands run one at a time,
+ * each in its own bash process that inherits the previous one's state, so `cd`, `export`,
+ * variables, functions and aliases persist as in a terminal; each is framed by the frame shell,
+ * with a nonce only it knows.
  */
 export class PersistentShell {
   private stream?: Duplex;
@@ -134,6 +269,12 @@ export class PersistentShell {
   restarts = 0;
   /** The directory a new shell starts in and a deleted cwd falls back to (the task's workdir). */
   readonly home: string;
+  /**
+   * The capability the agent's processes run without (so they cannot read the frame shell's
+   * memory or descriptors), or undefined where the image has no `setpriv` or the shell has none.
+   */
+  cage: string | undefined;
+  private nonce = '';
   /** Said once, at the head of the next command's output (why the shell or its cwd changed). */
   private note = '';
   private everStarted = false;
@@ -170,7 +311,7 @@ export class PersistentShell {
     }
     this.everStarted = true;
     if (back) {
-      const r = await this.frame(`builtin cd -- ${ansiCQuote(back)}`, 10_000);
+      const r = await this.frame({ command: `builtin cd -- ${ansiCQuote(back)}` }, 10_000);
       if (r.exitCode !== 0) this.note += `[note: the previous working directory ${back} no longer exists; the new shell is in ${this.home}]\n`;
       else this.cwd = back;
     }
@@ -180,6 +321,9 @@ export class PersistentShell {
     const { stream, exitCode } = await this.spawn(dir);
     this.stream = stream;
     this.alive = true;
+    // One nonce per frame shell: it reaches the shell here, before any agent code can run, and
+    // never travels again (a later line on stdin could be read by a process that opened it).
+    this.nonce = randomBytes(16).toString('hex');
     const demux = new DockerDemuxer((kind, payload) => this.onOutput(kind, payload));
     stream.on('data', (chunk: Buffer) => demux.push(chunk));
     const ended = () => {
@@ -192,13 +336,14 @@ export class PersistentShell {
     stream.on('end', ended);
     stream.on('close', ended);
     stream.on('error', ended);
-    stream.write(PRELUDE);
-    const r = await this.frame('builtin echo -n "$$ $EUID ${GROUPS[0]}"', 10_000);
+    stream.write(frameShellPrelude(this.nonce, this.home, `${SHELL_STATE_PREFIX}${randomBytes(6).toString('hex')}`));
+    const r = await this.frame({ frameShell: 'builtin echo -n "$$ $EUID ${GROUPS[0]} ${__tbrl_cage[2]:-none}"' }, 10_000);
     this.everStarted = true;
-    const [pid, uid, gid] = r.output.text().trim().split(' ').map(Number);
-    this.shellPid = pid;
-    this.uid = uid || 0;
-    this.gid = gid || 0;
+    const [pid, uid, gid, cage] = r.output.text().trim().split(' ');
+    this.shellPid = Number(pid);
+    this.uid = Number(uid) || 0;
+    this.gid = Number(gid) || 0;
+    this.cage = cage && cage !== 'none' ? cage.replace(/^-/, '') : undefined;
   }
 
   /** Serialises commands: the shell is one terminal. */
@@ -212,7 +357,7 @@ export class PersistentShell {
   state(): Promise<{ cwd: string; env: Record<string, string> }> {
     const job = this.queue.then(async () => {
       await this.ensureStarted();
-      const r = await this.frame('__tbrl_state', 30_000, 64 * 1024 * 1024);
+      const r = await this.frame({ command: STATE_DUMP }, 30_000, 64 * 1024 * 1024);
       const parts = r.raw.toString('utf8').split('\0');
       const cwd = parts[0];
       const env: Record<string, string> = {};
@@ -270,6 +415,7 @@ export class PersistentShell {
     let output = note + r.output.text();
     if (r.timedOut) output += `\n[killed after ${options.timeoutMs} ms timeout${restartNote}]\n`;
     else if (r.stopped) output += `\n${r.stopped.note.replace(/\]$/, `${restartNote}]`)}\n`;
+    else if (r.stateLost) output += `\n[note: the command's shell process ended without saving its state (it ran \`exec\`, got a signal, or its own traps stopped the save; exit status ${r.exitCode}); the next command runs with the working directory and variables from before this command]\n`;
     return {
       exitCode: r.timedOut ? null : r.exitCode,
       output,
@@ -291,13 +437,13 @@ export class PersistentShell {
    * command for internal use.
    */
   private async frame(
-    line: string | { command: string; background?: { log: string } },
+    line: { command: string; background?: { log: string } } | { frameShell: string },
     timeoutMs: number | undefined,
     maxOutputBytes = 1024 * 1024,
     wrapped = false,
-  ): Promise<{ exitCode: number; pid?: number; output: CappedOutput; raw: Buffer; timedOut: boolean; restarted: boolean; stopped?: StopRequest }> {
-    const nonce = randomBytes(12).toString('hex');
-    const text = typeof line === 'string' ? framedLine(nonce, line, this.home) : framedLine(nonce, line.command, this.home, line.background);
+  ): Promise<{ exitCode: number; pid?: number; stateLost: boolean; output: CappedOutput; raw: Buffer; timedOut: boolean; restarted: boolean; stopped?: StopRequest }> {
+    const nonce = this.nonce;
+    const text = 'frameShell' in line ? frameShellLine(line.frameShell) : runLine(line.command, line.background);
     const output = new CappedOutput(maxOutputBytes);
     let rawCollector: Buffer[] | undefined;
     if (!wrapped) {
@@ -308,7 +454,7 @@ export class PersistentShell {
         push(b);
       };
     }
-    const done = new Promise<{ exitCode: number; pid?: number; cwd: string }>((resolve, reject) => {
+    const done = new Promise<FrameEnd>((resolve, reject) => {
       this.pending = { nonce, marker: Buffer.from(`\n__TBRL_${nonce}__ `), output, carry: Buffer.alloc(0), resolve, reject };
     });
     // A timed-out command whose shell was restarted rejects later; nobody awaits it any more.
@@ -363,12 +509,12 @@ export class PersistentShell {
           // The command is a shell builtin loop (nothing to kill but the shell itself): restart the shell.
           restarted = true;
           await this.restart();
-          outcome = { exitCode: 137, cwd: this.cwd ?? '/' };
+          outcome = { exitCode: 137, cwd: this.cwd ?? '/', stateLost: false };
         }
       }
-      const r = outcome as { exitCode: number; pid?: number; cwd: string };
+      const r = outcome as FrameEnd;
       this.cwd = r.cwd || this.cwd;
-      return { exitCode: r.exitCode, pid: r.pid, output, raw: rawCollector ? Buffer.concat(rawCollector) : Buffer.alloc(0), timedOut, restarted, stopped };
+      return { exitCode: r.exitCode, pid: r.pid, stateLost: r.stateLost, output, raw: rawCollector ? Buffer.concat(rawCollector) : Buffer.alloc(0), timedOut, restarted, stopped };
     } finally {
       this.stopCurrent = undefined;
       killedAfterStop?.();
@@ -406,7 +552,16 @@ export class PersistentShell {
     }
     p?.reject(new Error('restarted'));
     this.restarts++;
-    await this.ensureStarted();
+    try {
+      await this.ensureStarted();
+    } catch (err) {
+      if (!(err instanceof ShellUnresponsiveError) || this.closed) throw err;
+      // Something outside the old shell's tree holds every pid (a fork bomb's reparented
+      // processes): the new shell cannot fork its commands. Kill all but the entrypoint and retry once.
+      await this.killAllButShell();
+      this.alive = false;
+      await this.ensureStarted();
+    }
   }
 
   /** Background output between commands; only the latest bytes are kept so a chatty job cannot grow memory. */
@@ -451,6 +606,6 @@ export class PersistentShell {
     const after = rest.subarray(nl + 1);
     if (after.length) this.pushStray(after);
     this.pending = undefined;
-    p.resolve({ exitCode, pid: pidField === '-' ? undefined : Number(pidField), cwd });
+    p.resolve({ exitCode, pid: pidField === '-' || pidField === 'lost' ? undefined : Number(pidField), cwd, stateLost: pidField === 'lost' });
   }
 }

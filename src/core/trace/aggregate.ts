@@ -1,3 +1,4 @@
+import { SHELL_STATE_PREFIX } from '../sandbox/shell-paths';
 import type { TraceEvent } from './strace-parser';
 
 /**
@@ -41,7 +42,7 @@ const ANONYMOUS_TMPFILE_RE = /\/#\d+$/;
 
 export function isNoiseRead(path: string, writtenBefore: ReadonlySet<string>): boolean {
   if (PSEUDO_EXACT.has(path) || PSEUDO_PREFIXES.some((p) => path.startsWith(p))) return true;
-  if (path.startsWith('/.tbrl-') || ANONYMOUS_TMPFILE_RE.test(path)) return true;
+  if (isStudioPath(path) || ANONYMOUS_TMPFILE_RE.test(path)) return true;
   if (writtenBefore.has(path)) return false;
   if (SHARED_LIB_RE.test(path)) return true;
   return SYSTEM_PREFIXES.some((p) => path.startsWith(p));
@@ -49,7 +50,12 @@ export function isNoiseRead(path: string, writtenBefore: ReadonlySet<string>): b
 
 /** Writes to these are not task state: terminals, pipes, pseudo-files. */
 export function isNoiseWrite(path: string): boolean {
-  return PSEUDO_EXACT.has(path) || PSEUDO_PREFIXES.some((p) => path.startsWith(p)) || path.startsWith('/.tbrl-') || ANONYMOUS_TMPFILE_RE.test(path);
+  return PSEUDO_EXACT.has(path) || PSEUDO_PREFIXES.some((p) => path.startsWith(p)) || isStudioPath(path) || ANONYMOUS_TMPFILE_RE.test(path);
+}
+
+/** The studio's own files in the container: the tracer bundle and markers, the shell's saved state. */
+function isStudioPath(path: string): boolean {
+  return path.startsWith('/.tbrl-') || path.startsWith(SHELL_STATE_PREFIX);
 }
 
 export interface AggregateContext {

@@ -22,6 +22,7 @@ export class StraceShell {
   private constructor(
     private readonly shell: PersistentShell,
     private readonly maxOutputBytes: number,
+    private readonly inner: Sandbox,
   ) {}
 
   /** `beforeSpawn` runs once the bundle is in place and before strace opens the FIFO (it must have a reader). */
@@ -60,7 +61,7 @@ export class StraceShell {
     };
     const aux = containerAuxRunner(container);
     const shell = new PersistentShell(spawn, aux, cwd || undefined);
-    const self = new StraceShell(shell, options.maxOutputBytes ?? DEFAULT_LIMITS.maxOutputBytes);
+    const self = new StraceShell(shell, options.maxOutputBytes ?? DEFAULT_LIMITS.maxOutputBytes, inner);
     const restore = await self.run(`${exported}\nbuiltin cd -- ${ansiCQuote(cwd || '/')}`, { timeoutMs: 30_000 });
     if (restore.exitCode !== 0) throw new Error(`could not carry the shell state over: ${restore.output.slice(0, 200)}`);
     return self;
@@ -75,14 +76,22 @@ export class StraceShell {
       });
     } catch (err) {
       if (!(err instanceof ShellEndedError)) throw err;
+      // The frame shell was killed: by its pid, or by `kill -9 -1`, which also stops the container.
+      // One command through the sandbox's own shell starts the container again if so (with its note).
+      const revived = await this.inner.exec(':', { timeoutMs: 30_000 }).then((r) => r.output, () => '');
       return {
         exitCode: await err.exitCode(),
-        output: `${err.partialOutput}[the shell exited; the next command starts a new shell in ${this.shell.cwd ?? 'the working directory'} with the container's original environment]\n`,
+        output: `${err.partialOutput}${revived || `[the shell exited; the next command starts a new shell in ${this.shell.cwd ?? 'the working directory'} with the container's original environment]`}\n`,
         droppedBytes: 0,
         timedOut: false,
         durationMs: 0,
       };
     }
+  }
+
+  /** The last working directory the traced shell reported. */
+  get cwd(): string | undefined {
+    return this.shell.cwd;
   }
 
   state(): Promise<{ cwd: string; env: Record<string, string> }> {

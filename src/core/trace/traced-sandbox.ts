@@ -63,9 +63,11 @@ const PID_TAG = '__TBRL_TRACE_PID__ ';
 /** `trace.incomplete` of commands after the tracer died: DepGPO falls back with this reason (depgpo/compute.ts). */
 export const TRACER_LOST = 'tracer lost';
 /**
- * Runs a command between two marker opens inside the shell process. The sandbox already evaluates
- * our text inside its own function and `&& ||` frame, so `set -e` cannot stop us before the end
- * marker; `shift 2` leaves the command the same (empty) positional parameters it would see anyway.
+ * Runs a command between two marker opens inside its command process (the frame shell runs each
+ * command in a child bash that inherits the functions defined before, this one included). A
+ * `set -e` carried in the command stops it before the end marker; the caller then marks the end
+ * from the next command. `shift 2` leaves the command the same (empty) positional parameters it
+ * would see anyway.
  */
 const TRACED_FN = [
   '__tbrl_traced() { local __tbrl_n=$1 __tbrl_c=$2 __tbrl_t; shift 2',
@@ -171,12 +173,13 @@ class TraceEngine {
   }
 
   /**
-   * Asks the shell for its pid (as seen in the shared PID namespace) and cwd, attaches strace to it
+   * Asks the frame shell for its pid (the command process's $PPID, as seen in the shared PID
+   * namespace) and cwd, attaches strace to it
    * and defines the function that frames a traced command with begin/end marker opens, so a traced
    * command costs one round trip like an untraced one.
    */
   private async attachToShell(): Promise<void> {
-    const r = await this.run(`${TRACED_FN}\nbuiltin printf '\\n${PID_TAG}%s %s\\n' "$$" "$PWD"`, { timeoutMs: 10_000 });
+    const r = await this.run(`${TRACED_FN}\nbuiltin printf '\\n${PID_TAG}%s %s\\n' "$PPID" "$PWD"`, { timeoutMs: 10_000 });
     const m = new RegExp(`\\n${PID_TAG}(\\d+) (.*)\\n`).exec(`\n${r.output}`);
     if (!m) throw new TracerUnavailable(`the shell did not report its pid (got ${JSON.stringify(r.output.slice(0, 80))})`);
     const pid = Number(m[1]);
@@ -227,6 +230,9 @@ class TraceEngine {
       const quoted = ansiCQuote(command);
       result = await this.run(`if builtin declare -F __tbrl_traced >/dev/null 2>&1; then __tbrl_traced ${n} ${quoted}; else builtin eval ${quoted}; fi`, options);
       window = await this.windows.waitForEnd(n, result.timedOut ? 1000 : Math.min(2000, endTimeout));
+      // A dead tracer is checked before asking the shell for a marker: a new shell would start under
+      // a strace that has no reader for its FIFO and hang.
+      if (!window && this.straceShell && !(await this.tracerAlive())) return this.loseTracer(n, command, result);
       if (!window) {
         // A timeout or `exit` may have restarted the shell, or the command left the function early (`return`).
         const end = await this.mark(n, 'end');
@@ -242,14 +248,7 @@ class TraceEngine {
       result.output = this.stray + result.output;
       this.stray = '';
     }
-    if (!window && this.straceShell && !(await this.tracerAlive())) {
-      // With --seccomp-bpf and no tracer every traced syscall of the shell fails (ENOSYS): it is unusable.
-      this.lost = `${TRACER_LOST}: strace was killed during command ${n} (${command.slice(0, 60)}); later commands ran untraced`;
-      await this.inner.execArgv(['kill', '-9', String(this.pid)], { timeoutMs: 10_000 }).catch(() => undefined);
-      this.straceShell.close();
-      result.output += `\n[note: the tracer was killed during this command; its output above may be garbled. Later commands run untraced in a fresh shell (exported variables reset), and DepGPO falls back to f_t = 1 for this run]\n`;
-      return { ...result, trace: { reads: [], writes: [], stdoutValues: [], ports: [], processes: [], incomplete: this.lost } };
-    }
+    if (!window && this.straceShell && !(await this.tracerAlive())) return this.loseTracer(n, command, result);
     if (!window && notes.length === 0) notes.push('the end of the command never appeared in the trace');
     if (window?.dropped) notes.push(`${window.dropped} syscall events beyond the per-command cap were dropped`);
     const events = window?.events ?? [];
@@ -291,12 +290,28 @@ class TraceEngine {
   }
 
   /**
+   * strace is gone (the agent killed it, or every process): the traced shell cannot run without it
+   * (with --seccomp-bpf and no tracer every traced syscall fails), so it is ended and later
+   * commands run untraced in the sandbox's own shell; the reason goes into every later trace.
+   */
+  private async loseTracer(n: number, command: string, result: ExecResult): Promise<ExecResult> {
+    this.lost = `${TRACER_LOST}: strace was killed during command ${n} (${command.slice(0, 60)}); later commands ran untraced`;
+    await this.inner.execArgv(['kill', '-9', String(this.pid)], { timeoutMs: 10_000 }).catch(() => undefined);
+    this.straceShell?.close();
+    // The sandbox's own shell takes over where the traced one was.
+    const cwd = this.straceShell?.cwd;
+    if (cwd) await this.inner.exec(`builtin cd -- ${ansiCQuote(cwd)}`, { timeoutMs: 10_000 }).catch(() => undefined);
+    result.output += `\n[note: the tracer was killed during this command; its output above may be garbled. Later commands run untraced in a fresh shell${cwd ? ` in ${cwd}` : ''} (exported variables reset), and DepGPO falls back to f_t = 1 for this run]\n`;
+    return { ...result, trace: { reads: [], writes: [], stdoutValues: [], ports: [], processes: [], incomplete: this.lost } };
+  }
+
+  /**
    * A marker the trace can be cut at: the shell opens a path that does not exist. Returns the
    * shell's pid, and any output of background jobs that the sandbox delivered with this exec
    * (it belongs to the caller's next command, as in a terminal).
    */
   private async mark(n: number, phase: 'begin' | 'end'): Promise<{ pid: number; stray: string }> {
-    const r = await this.run(`: 2>/dev/null <${markPath(n, phase)}; builtin printf '\\n${PID_TAG}%s\\n' "$$"`, { timeoutMs: 10_000 });
+    const r = await this.run(`: 2>/dev/null <${markPath(n, phase)}; builtin printf '\\n${PID_TAG}%s\\n' "$PPID"`, { timeoutMs: 10_000 });
     return parsePidReply(r.output);
   }
 
