@@ -273,7 +273,7 @@ chaosCase('agent: exit statuses — `exit 1`, `false`, `(exit 7)`, `exit 300`, `
   writeFileSync(join(ws, 'README.md'), 'project\n');
   writeFileSync(join(ws, '.devcontainer', 'devcontainer.json'), JSON.stringify({ image: 'tbrl-standin/python:3' }));
   const scripted = cases.slice(0, 4);
-  const r = await runWorkspace({
+  const r = await runWorkspaceOk({
     workspaceFolder: ws, instruction: 'exit codes', outDir: join(scratch, 'ws-exit-run'),
     // Quoted: a bare `cmd: false` is a YAML boolean.
     policyOverride: new ScriptedPolicy([...scripted.map(([cmd]) => `<bash>\ncmd: ${JSON.stringify(cmd)}\n</bash>`), '<finish/>']),
