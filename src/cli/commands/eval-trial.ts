@@ -9,6 +9,8 @@ import { writeTrialExports } from '../../core/eval/interop';
 /** One trial of an eval job on a cluster node: what `tbrl eval --ray`'s Ray tasks run. Internal. */
 export const evalTrialCommand: CliCommand = {
   name: 'eval-trial',
+  // Not for people: `tbrl eval --ray` runs it on the nodes; `tbrl eval-trial --help` still explains it.
+  hidden: true,
   summary: 'Run one trial of an eval job from a spec file (used by `tbrl eval --ray` on cluster nodes)',
   usage: 'eval-trial <spec.json>   (spec: { trial, attempt, retries, task, run, dir, node })',
   async run({ positionals }) {
