@@ -58,10 +58,13 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
     nodes.push({ name, starter });
     return starter;
   };
-  const killAll = (): void => {
-    // Every process the starters spawned (raylets, GCS, dashboard, workers), then the starters.
+  const killAll = (): number[] => {
+    // Every process the starters spawned (raylets, GCS, dashboard, workers), then the starters. Not the
+    // workers' `eval-trial --serve` processes: their worker's death sends them SIGTERM (PR_SET_PDEATHSIG),
+    // on which they remove their containers; they are returned to be waited for.
     const all = nodes.flatMap((n) => (n.starter.pid ? [...descendants(n.starter.pid), n.starter.pid] : []));
-    for (const pid of all) {
+    const servers = all.filter((pid) => commandOf(pid).includes('eval-trial --serve'));
+    for (const pid of all.filter((p) => !servers.includes(p))) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
@@ -78,6 +81,7 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
         }
       }
     }
+    return servers;
   };
   /**
    * `ray start` gives a node 30 s to register with the GCS (hard-coded in ray/_private/node.py); on
@@ -133,7 +137,16 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
       return raylet;
     },
     async stop() {
-      killAll();
+      const servers = killAll();
+      const end = Date.now() + 20_000;
+      while (servers.some((pid) => commandOf(pid) !== '') && Date.now() < end) await new Promise((r) => setTimeout(r, 250));
+      for (const pid of servers) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone, as it should be */
+        }
+      }
     },
   };
 }
