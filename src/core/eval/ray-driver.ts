@@ -93,6 +93,20 @@ STATE = sys.modules.setdefault("tbrl_eval_worker_state", types.ModuleType("tbrl_
 DONE = "${TRIAL_DONE_PREFIX.trim()} "
 
 
+def restore_modes(here):
+    # Ray unpacks the package without file modes: put back the ones trials.json lists, once per worker.
+    if getattr(STATE, "modes_restored", None) == here:
+        return
+    with open(os.path.join(here, "trials.json")) as f:
+        modes = json.load(f).get("modes", {})
+    for rel, mode in modes.items():
+        try:
+            os.chmod(os.path.join(here, rel), mode)
+        except OSError:
+            pass
+    STATE.modes_restored = here
+
+
 def trial_server(cli):
     server = getattr(STATE, "server", None)
     if server is not None and server[0].poll() is None:
@@ -135,6 +149,7 @@ def main():
     @ray.remote(num_cpus=0, resources={plan["resource"]: 1}, max_retries=plan["nodeRetries"], retry_exceptions=False)
     def run_trial(spec):
         here = os.getcwd()
+        restore_modes(here)
         out = tempfile.mkdtemp(prefix="tbrl-eval-")
         node = ray.get_runtime_context().get_node_id()
         spec = dict(spec, dir=out, node=node)

@@ -39,23 +39,47 @@ export function buildEvalBundle(job: JobConfig, trials: TrialSpec[], cluster: Ra
     { path: 'node_modules/ssh2/package.json', data: Buffer.from(JSON.stringify({ name: 'ssh2', version: '0.0.0-tbrl-standin', main: 'index.js' }) + '\n') },
     { path: 'node_modules/ssh2/index.js', data: Buffer.from("class Client { constructor() { throw new Error('ssh:// Docker hosts are not supported on tbrl eval --ray nodes (no ssh2 in the bundle); use the node\\'s local socket.'); } }\nmodule.exports = { Client };\n") },
   ];
-  for (const [dir, prefix] of [[join(root, 'dist', 'prompts'), 'dist/prompts'], [join(root, 'sandbox'), 'sandbox']] as const) {
+  // dist/proto: dockerode's BuildKit protos, read at run time when a node builds a task image.
+  for (const [dir, prefix] of [[join(root, 'dist', 'prompts'), 'dist/prompts'], [join(root, 'dist', 'proto'), 'dist/proto'], [join(root, 'sandbox'), 'sandbox']] as const) {
     for (const f of walk(dir)) entries.push({ path: `${prefix}/${relative(dir, f).split(sep).join('/')}`, data: readFileSync(f) });
   }
   const used = new Set(trials.map((t) => t.task.name));
+  // Ray unpacks the package without file modes; the nodes put them back (a task's scripts must stay
+  // executable, and its image tag hashes the modes: with them a node reuses the image the client built).
+  const modes: Record<string, number> = {};
   for (const task of job.tasks) {
     if (!used.has(task.name)) continue;
-    for (const f of walk(task.dir)) entries.push({ path: `tasks/${task.name}/${relative(task.dir, f).split(sep).join('/')}`, data: readFileSync(f) });
+    for (const f of walk(task.dir)) {
+      const path = `tasks/${task.name}/${relative(task.dir, f).split(sep).join('/')}`;
+      entries.push({ path, data: readFileSync(f) });
+      const mode = statSync(f).mode & 0o7777;
+      if (mode !== 0o644) modes[path] = mode;
+    }
+    for (const d of walkDirs(task.dir)) {
+      const mode = statSync(d).mode & 0o7777;
+      if (mode !== 0o755) modes[`tasks/${task.name}/${relative(task.dir, d).split(sep).join('/')}`.replace(/\/$/, '')] = mode;
+    }
   }
   const plan = {
     resource: cluster.resource ?? 'docker',
     nodeRetries: cluster.nodeRetries ?? 3,
     concurrency: cluster.concurrency,
+    modes,
     trials: trials.map((t) => ({ trial: t.trial, attempt: t.attempt, retries: t.retries, task: { ...t.task, dir: `tasks/${t.task.name}` }, run: job.run })),
   };
   entries.push({ path: 'trials.json', data: Buffer.from(JSON.stringify(plan)) });
   const zip = buildZip(entries);
   return { zip, uri: packageUriFor(sha256(zip)) };
+}
+
+function walkDirs(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  const out: string[] = [dir];
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...walkDirs(p));
+  }
+  return out;
 }
 
 function walk(dir: string): string[] {
