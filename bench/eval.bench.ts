@@ -61,6 +61,7 @@ async function harborSection(): Promise<void> {
   // Warm the image cache once so no contender pays for the build.
   tbrl(['run', tasks[0], '--policy', 'oracle', '--out', join(scratch, 'warm')]);
 
+  console.log(`harbor section: load average ${loadavg()[0].toFixed(1)} at the start`);
   const job = join(scratch, 'job-16');
   const ours = tbrl(['eval', ...tasks, '--attempts', '4', '--concurrency', '8', '--policy', 'oracle', '--job-dir', job, '--json']);
   const r = resultsOf(job);
@@ -89,7 +90,9 @@ async function harborSection(): Promise<void> {
   if (h.status !== 0) console.error(`harbor run exited ${h.status}:\n${(h.stdout + h.stderr).slice(-3000)}`);
   const hjob = readdirSync(join(scratch, 'harbor-jobs')).map((d) => join(scratch, 'harbor-jobs', d))[0];
   const hres = JSON.parse(readFileSync(join(hjob, 'result.json'), 'utf8'));
-  console.log(`harbor result: ${JSON.stringify(hres.stats?.evals ?? hres.stats).slice(0, 300)}`);
+  const evals = Object.values((hres.stats?.evals ?? {}) as Record<string, { n_trials?: number; n_errors?: number; exception_stats?: Record<string, string[]> }>);
+  const errors = evals.flatMap((e) => Object.entries(e.exception_stats ?? {}).map(([kind, trials]) => `${kind} × ${trials.length}`));
+  console.log(`harbor: ${evals.reduce((n, e) => n + (e.n_trials ?? 0), 0)} trials scored, ${evals.reduce((n, e) => n + (e.n_errors ?? 0), 0)} errors${errors.length ? ` (${errors.join(', ')})` : ''}; load average ${loadavg()[0].toFixed(1)}`);
   console.log('\n| 16 oracle trials, 4 tasks, concurrency 8 | measured | baseline | ratio |\n|---|---|---|---|');
   row('`tbrl eval`', ours.sec, 16, harborSec, '`harbor run -n 8`');
   row('`tbrl eval`', ours.sec, 16, separate, '8 separate `tbrl run`');
@@ -101,6 +104,7 @@ async function raySection(): Promise<void> {
   const tasks = ['r1', 'r2', 'r3', 'r4'].map((t) => join(root, t));
   tbrl(['run', tasks[0], '--policy', 'oracle', '--out', join(scratch, 'warm-ray')]);
   const local = tbrl(['eval', ...tasks, '--attempts', '16', '--concurrency', '8', '--policy', 'oracle', '--job-dir', join(scratch, 'job-local'), '--json']);
+  console.log(`ray section: load average ${loadavg()[0].toFixed(1)} before the local run`);
   const cluster = await startLocalRayCluster({ workers: 2, dockerSlots: 4 });
   try {
     const onRay = tbrl(['eval', ...tasks, '--attempts', '16', '--concurrency', '8', '--policy', 'oracle', '--job-dir', join(scratch, 'job-ray'), '--ray', cluster.dashboard, '--json']);

@@ -21,6 +21,30 @@ export interface LocalRayCluster {
 
 const VENV = resolve('.venv/ray');
 
+/**
+ * `ray start`, with more patience: a node gets 30 s to register with the GCS (a constant inside
+ * ray/_private/node.py), which a shared two-core machine under load misses. Ray's own wait loop asks
+ * `services.get_node` until it answers; this makes each ask wait up to 4 minutes instead.
+ */
+const PATIENT_RAY_START = [
+  'import sys, time',
+  'import ray._private.services as services',
+  'ask = services.get_node',
+  'def patient_get_node(*a, **k):',
+  '    end = time.monotonic() + 240',
+  '    while True:',
+  '        try:',
+  '            return ask(*a, **k)',
+  '        except RuntimeError:',
+  '            if time.monotonic() > end:',
+  '                raise',
+  '            time.sleep(0.5)',
+  'services.get_node = patient_get_node',
+  'from ray.scripts.scripts import main',
+  "sys.argv[0] = 'ray'",
+  'sys.exit(main())',
+].join('\n');
+
 function descendants(pid: number): number[] {
   const out: number[] = [];
   const children = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).stdout.split('\n').map((s) => Number(s.trim())).filter((n) => n > 0);
@@ -54,7 +78,7 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
   };
   const start = (name: string, args: string[]): ChildProcess => {
     const log = openSync(join(temp, `${name}.start.log`), 'w');
-    const starter = spawn(join(VENV, 'bin', 'ray'), ['start', ...args, ...common], { env, stdio: ['ignore', log, log], detached: false });
+    const starter = spawn(join(VENV, 'bin', 'python'), ['-c', PATIENT_RAY_START, 'start', ...args, ...common], { env, stdio: ['ignore', log, log], detached: false });
     nodes.push({ name, starter });
     return starter;
   };
