@@ -88,14 +88,19 @@ def die_with_parent():
         pass
 
 
-# Survives between the tasks a worker runs (the task function itself is unpickled with fresh globals).
-STATE = sys.modules.setdefault("tbrl_eval_worker_state", types.ModuleType("tbrl_eval_worker_state"))
+def worker_state():
+    # Survives between the tasks a worker runs (the task function is unpickled with fresh globals). Looked
+    # up at call time: a module held in a global would be pickled by name, and no worker can import it.
+    return sys.modules.setdefault("tbrl_eval_worker_state", types.ModuleType("tbrl_eval_worker_state"))
+
+
 DONE = "${TRIAL_DONE_PREFIX.trim()} "
 
 
 def restore_modes(here):
     # Ray unpacks the package without file modes: put back the ones trials.json lists, once per worker.
-    if getattr(STATE, "modes_restored", None) == here:
+    state = worker_state()
+    if getattr(state, "modes_restored", None) == here:
         return
     with open(os.path.join(here, "trials.json")) as f:
         modes = json.load(f).get("modes", {})
@@ -104,18 +109,19 @@ def restore_modes(here):
             os.chmod(os.path.join(here, rel), mode)
         except OSError:
             pass
-    STATE.modes_restored = here
+    state.modes_restored = here
 
 
 def trial_server(cli):
-    server = getattr(STATE, "server", None)
+    state = worker_state()
+    server = getattr(state, "server", None)
     if server is not None and server[0].poll() is None:
         return server
     log = tempfile.NamedTemporaryFile(prefix="tbrl-eval-server-", suffix=".log", delete=False)
     proc = subprocess.Popen(["node", cli, "eval-trial", "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1, preexec_fn=die_with_parent)
     log.close()
-    STATE.server = (proc, log.name)
-    return STATE.server
+    state.server = (proc, log.name)
+    return state.server
 
 
 def run_on_server(cli, spec_path):
@@ -131,7 +137,7 @@ def run_on_server(cli, spec_path):
     except (BrokenPipeError, OSError):
         pass
     # It died mid-trial: say why, and start a fresh one for the next trial.
-    STATE.server = None
+    worker_state().server = None
     try:
         proc.kill()
     except OSError:
