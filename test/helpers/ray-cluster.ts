@@ -84,10 +84,19 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
   };
   const killAll = (): number[] => {
     // Every process the starters spawned (raylets, GCS, dashboard, workers), then the starters. Not the
-    // workers' `eval-trial --serve` processes: their worker's death sends them SIGTERM (PR_SET_PDEATHSIG),
-    // on which they remove their containers; they are returned to be waited for.
+    // workers' `eval-trial --serve` processes: they get SIGTERM, on which they stop their trial and
+    // remove their containers; they are returned to be waited for.
     const all = nodes.flatMap((n) => (n.starter.pid ? [...descendants(n.starter.pid), n.starter.pid] : []));
-    const servers = all.filter((pid) => commandOf(pid).includes('eval-trial --serve'));
+    const procs = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number);
+    // Servers whose worker is gone already were re-parented to init: found by the package path under temp.
+    const servers = [...new Set([...all, ...procs.filter((p) => commandOf(p).includes(temp))])].filter((pid) => commandOf(pid).includes('eval-trial --serve'));
+    for (const pid of servers) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
+    }
     for (const pid of all.filter((p) => !servers.includes(p))) {
       try {
         process.kill(pid, 'SIGKILL');
@@ -96,8 +105,8 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
       }
     }
     // Workers re-parented to init when their raylet died are found by the temp dir in their command line.
-    for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number)) {
-      if (pid !== process.pid && commandOf(pid).includes(temp)) {
+    for (const pid of procs) {
+      if (pid !== process.pid && !servers.includes(pid) && commandOf(pid).includes(temp)) {
         try {
           process.kill(pid, 'SIGKILL');
         } catch {
