@@ -61,3 +61,18 @@ test('a reader that could not be created is not kept: the next run tries again',
   await end();
   assert.deepEqual(c.log, ['create 1', 'create 2', 'remove 2']);
 });
+
+test('ending a hold twice at once: both wait for the removal (a process exits only once its readers are gone)', async () => {
+  const log: string[] = [];
+  const end = holdSharedReaders();
+  const lease = leaseReader('baseline:slow', async () => ({ id: 1 }), async () => {
+    await new Promise((r) => setTimeout(r, 50));
+    log.push('removed');
+  });
+  await lease.value;
+  await lease.release();
+  const first = end();
+  await end();
+  assert.deepEqual(log, ['removed'], 'the second call returned only after the removal');
+  await first;
+});

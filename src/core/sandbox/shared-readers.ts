@@ -12,7 +12,7 @@
 export interface ReaderLease<T> {
   /** The shared value; a rejected creation is not kept, so a later run tries again. */
   readonly value: Promise<T>;
-  /** Idempotent. Removes the container unless a hold keeps it for the next run. */
+  /** Idempotent (every call waits for the same removal). Removes the container unless a hold keeps it for the next run. */
   release(): Promise<void>;
 }
 
@@ -32,18 +32,11 @@ async function disposeEntry(e: Entry): Promise<void> {
 
 /** A reader container for `key` (e.g. `baseline:<image>`): shared while a hold is open, the run's own otherwise. */
 export function leaseReader<T>(key: string, create: () => Promise<T>, dispose: (value: T) => Promise<void>): ReaderLease<T> {
-  let released = false;
+  let released: Promise<void> | undefined;
   if (holds === 0) {
     const value = create();
     const own: Entry = { value, users: 1, dispose: dispose as Entry['dispose'] };
-    return {
-      value,
-      async release() {
-        if (released) return;
-        released = true;
-        await disposeEntry(own);
-      },
-    };
+    return { value, release: () => (released ??= disposeEntry(own)) };
   }
   let entry = entries.get(key);
   if (!entry) {
@@ -63,14 +56,13 @@ export function leaseReader<T>(key: string, create: () => Promise<T>, dispose: (
   e.users++;
   return {
     value: e.value as Promise<T>,
-    async release() {
-      if (released) return;
-      released = true;
-      e.users--;
-      if (holds > 0 || e.users > 0) return;
-      if (entries.get(key) === e) entries.delete(key);
-      await disposeEntry(e);
-    },
+    release: () =>
+      (released ??= (async () => {
+        e.users--;
+        if (holds > 0 || e.users > 0) return;
+        if (entries.get(key) === e) entries.delete(key);
+        await disposeEntry(e);
+      })()),
   };
 }
 
@@ -80,16 +72,16 @@ export function leaseReader<T>(key: string, create: () => Promise<T>, dispose: (
  */
 export function holdSharedReaders(): () => Promise<void> {
   holds++;
-  let ended = false;
-  return async () => {
-    if (ended) return;
-    ended = true;
-    holds--;
-    if (holds > 0) return;
-    const idle = [...entries].filter(([, e]) => e.users === 0);
-    for (const [key] of idle) entries.delete(key);
-    await Promise.all(idle.map(([, e]) => disposeEntry(e)));
-  };
+  let ending: Promise<void> | undefined;
+  // Every call waits for the same removal: a process that exits after a second call must not cut the first one short.
+  return () =>
+    (ending ??= (async () => {
+      holds--;
+      if (holds > 0) return;
+      const idle = [...entries].filter(([, e]) => e.users === 0);
+      for (const [key] of idle) entries.delete(key);
+      await Promise.all(idle.map(([, e]) => disposeEntry(e)));
+    })());
 }
 
 /** Reader containers kept right now (for tests). */
