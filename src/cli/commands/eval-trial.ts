@@ -7,7 +7,6 @@ import { runTrial, type TrialRunOptions, type TrialSpec } from '../../core/eval/
 import { writeJsonAtomic, type JobRunConfig } from '../../core/eval/job';
 import { writeTrialExports } from '../../core/eval/interop';
 import { DockerSandboxProvider } from '../../core/sandbox/provider';
-import { holdSharedReaders } from '../../core/sandbox/shared-readers';
 import { errorMessage } from '../../core/errors';
 import { TRIAL_DONE_PREFIX } from '../../core/eval/ray-driver';
 
@@ -33,8 +32,8 @@ export const evalTrialCommand: CliCommand = {
   usage: [
     'eval-trial <spec.json>   (spec: { trial, attempt, retries, task, run, dir, node })',
     'eval-trial --serve       spec paths on stdin, one a line; after each trial a `TBRL_TRIAL_DONE {"rc":N}` line.',
-    '                         A Ray worker keeps one such process for the trials it runs, so they share the',
-    '                         Docker provider and the image reader containers like the trials of a local job.',
+    '                         A Ray worker keeps one such process for the trials it runs: no process start',
+    '                         per trial, and one Docker provider for them all.',
   ].join('\n'),
   options: { serve: { type: 'boolean' } },
   async run({ positionals, values }) {
@@ -45,28 +44,24 @@ export const evalTrialCommand: CliCommand = {
       process.on('SIGTERM', () => controller.abort('interrupted'));
       return runSpec(positionals[0], shared, controller.signal);
     }
-    const releaseReaders = holdSharedReaders();
+    // No hold on the reader containers here: when its job ends, Ray SIGKILLs a worker's child processes
+    // (kill_child_processes_on_worker_exit), which would leave containers kept between trials behind.
     let busy: Promise<unknown> = Promise.resolve();
-    // SIGTERM: the Ray worker died (PR_SET_PDEATHSIG) or the job ended; stop the trial, remove what it holds.
+    // SIGTERM: the Ray worker died (PR_SET_PDEATHSIG); stop the trial (its containers are removed), then exit.
     process.on('SIGTERM', () => {
       controller.abort('interrupted');
-      void busy.finally(() => releaseReaders()).finally(() => process.exit(130));
+      void busy.finally(() => process.exit(130));
     });
-    const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
-    try {
-      for await (const line of lines) {
-        const path = line.trim();
-        if (!path) continue;
-        const ran = runSpec(path, shared, controller.signal).then(
-          (rc) => ({ rc }),
-          (err: unknown) => ({ rc: 1, error: errorMessage(err).slice(-2000) }),
-        );
-        busy = ran;
-        process.stdout.write(`${TRIAL_DONE_PREFIX}${JSON.stringify(await ran)}\n`);
-        if (controller.signal.aborted) break;
-      }
-    } finally {
-      await releaseReaders();
+    for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+      const path = line.trim();
+      if (!path) continue;
+      const ran = runSpec(path, shared, controller.signal).then(
+        (rc) => ({ rc }),
+        (err: unknown) => ({ rc: 1, error: errorMessage(err).slice(-2000) }),
+      );
+      busy = ran;
+      process.stdout.write(`${TRIAL_DONE_PREFIX}${JSON.stringify(await ran)}\n`);
+      if (controller.signal.aborted) break;
     }
     return controller.signal.aborted ? 130 : 0;
   },

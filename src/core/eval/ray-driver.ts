@@ -6,8 +6,9 @@
  * (max_retries); the driver prints each result once.
  *
  * Ray reuses a worker process for the job's next tasks, so the worker keeps one orchestrator process
- * (`eval-trial --serve`) for all the trials it runs: no process start per trial, and its trials share
- * the Docker provider and the image reader containers as a local job's do. That process dies with the
+ * (`eval-trial --serve`) for all the trials it runs: no process start per trial, and one Docker
+ * provider for them (reader containers are not kept between trials: when its job ends Ray SIGKILLs a
+ * worker's child processes, which would leave them behind). That process dies with the
  * worker (PR_SET_PDEATHSIG: SIGTERM; it stops its trial and removes its containers), and a crashed one
  * is started again for the next trial.
  *
@@ -113,12 +114,14 @@ def restore_modes(here):
 
 
 def trial_server(cli):
+    # A session of its own: Ray ends a worker by killing its process group, and a SIGKILL would leave
+    # this process no time to remove its containers; it gets SIGTERM from the worker's death instead.
     state = worker_state()
     server = getattr(state, "server", None)
     if server is not None and server[0].poll() is None:
         return server
     log = tempfile.NamedTemporaryFile(prefix="tbrl-eval-server-", suffix=".log", delete=False)
-    proc = subprocess.Popen(["node", cli, "eval-trial", "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1, preexec_fn=die_with_parent)
+    proc = subprocess.Popen(["node", cli, "eval-trial", "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1, preexec_fn=die_with_parent, start_new_session=True)
     log.close()
     state.server = (proc, log.name)
     return state.server
