@@ -6,6 +6,8 @@ export interface CliCommand {
   name: string;
   summary: string;
   usage: string;
+  /** Internal plumbing (e.g. what Ray tasks run on cluster nodes): runs when named, left out of `tbrl --help`. */
+  hidden?: boolean;
   options?: ParseArgsConfig['options'];
   /** Returns the process exit code. */
   run(args: { positionals: string[]; values: Record<string, string | boolean | (string | boolean)[] | undefined> }): Promise<number>;

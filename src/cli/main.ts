@@ -5,13 +5,14 @@ import { TbrlError } from '../core/errors';
 import { VERSION } from '../core/version';
 
 function help(): string {
-  const width = Math.max(...commands.map((c) => c.name.length), 4);
+  const listed = commands.filter((c) => !c.hidden);
+  const width = Math.max(...listed.map((c) => c.name.length), 4);
   return [
     `tbrl ${VERSION} — build, debug and train terminal agents`,
     '',
     'Usage: tbrl <command> [options]',
     '',
-    ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    ...listed.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
     'Run `tbrl <command> --help` for the options of one command.',
   ].join('\n');

@@ -21,6 +21,30 @@ export interface LocalRayCluster {
 
 const VENV = resolve('.venv/ray');
 
+/**
+ * `ray start`, with more patience: a node gets 30 s to register with the GCS (a constant inside
+ * ray/_private/node.py), which a shared two-core machine under load misses. Ray's own wait loop asks
+ * `services.get_node` until it answers; this makes each ask wait up to 4 minutes instead.
+ */
+const PATIENT_RAY_START = [
+  'import sys, time',
+  'import ray._private.services as services',
+  'ask = services.get_node',
+  'def patient_get_node(*a, **k):',
+  '    end = time.monotonic() + 240',
+  '    while True:',
+  '        try:',
+  '            return ask(*a, **k)',
+  '        except RuntimeError:',
+  '            if time.monotonic() > end:',
+  '                raise',
+  '            time.sleep(0.5)',
+  'services.get_node = patient_get_node',
+  'from ray.scripts.scripts import main',
+  "sys.argv[0] = 'ray'",
+  'sys.exit(main())',
+].join('\n');
+
 function descendants(pid: number): number[] {
   const out: number[] = [];
   const children = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).stdout.split('\n').map((s) => Number(s.trim())).filter((n) => n > 0);
@@ -52,18 +76,84 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
     const [min, max] = i === 0 ? [base + 30, base + 49] : [base + 50 + (i - 1) * 25, base + 74 + (i - 1) * 25];
     return ['--node-manager-port', String(p), '--object-manager-port', String(p + 1), '--dashboard-agent-listen-port', String(p + 2), '--dashboard-agent-grpc-port', String(p + 3), '--metrics-export-port', String(p + 4), '--runtime-env-agent-port', String(p + 5), '--min-worker-port', String(min), '--max-worker-port', String(max)];
   };
-  const start = (name: string, args: string[]): void => {
+  const start = (name: string, args: string[]): ChildProcess => {
     const log = openSync(join(temp, `${name}.start.log`), 'w');
-    const starter = spawn(join(VENV, 'bin', 'ray'), ['start', ...args, ...common], { env, stdio: ['ignore', log, log], detached: false });
+    const starter = spawn(join(VENV, 'bin', 'python'), ['-c', PATIENT_RAY_START, 'start', ...args, ...common], { env, stdio: ['ignore', log, log], detached: false });
     nodes.push({ name, starter });
+    return starter;
+  };
+  const killAll = (): number[] => {
+    // Every process the starters spawned (raylets, GCS, dashboard, workers), then the starters. Not the
+    // workers' `eval-trial --serve` processes: they get SIGTERM, on which they stop their trial and
+    // remove their containers; they are returned to be waited for.
+    const all = nodes.flatMap((n) => (n.starter.pid ? [...descendants(n.starter.pid), n.starter.pid] : []));
+    const procs = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number);
+    // Servers whose worker is gone already were re-parented to init: found by the package path under temp.
+    const servers = [...new Set([...all, ...procs.filter((p) => commandOf(p).includes(temp))])].filter((pid) => commandOf(pid).includes('eval-trial --serve'));
+    for (const pid of servers) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
+    }
+    for (const pid of all.filter((p) => !servers.includes(p))) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+    // Workers re-parented to init when their raylet died are found by the temp dir in their command line.
+    for (const pid of procs) {
+      if (pid !== process.pid && !servers.includes(pid) && commandOf(pid).includes(temp)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+    }
+    return servers;
+  };
+  /**
+   * `ray start` gives a node 30 s to register with the GCS (hard-coded in ray/_private/node.py); on
+   * this shared two-core machine under load that is sometimes too short and the starter exits. Such a
+   * node is started again (the cluster as a whole for the head), up to three tries.
+   */
+  const startNode = async (name: string, args: string[], ready: () => Promise<boolean>, what: string): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      const starter = start(name, args);
+      let exited = false;
+      starter.once('exit', () => (exited = true));
+      try {
+        await waitFor(async () => {
+          if (exited) throw new Error(`ray start for ${name} exited: ${readFileSync(join(temp, `${name}.start.log`), 'utf8').trim().split('\n').slice(-2).join(' | ')}`);
+          return ready();
+        }, 180_000, what);
+        return;
+      } catch (err) {
+        if (attempt >= 3) throw err;
+        if (name === 'head') killAll();
+        else for (const pid of [...descendants(starter.pid!), starter.pid!]) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+        nodes.splice(nodes.findIndex((n) => n.starter === starter), 1);
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+    }
   };
   const dashboard = `http://127.0.0.1:${base + 1}`;
-  start('head', ['--head', '--port', String(base), '--dashboard-host', '127.0.0.1', '--dashboard-port', String(base + 1), '--ray-client-server-port', String(base + 2), '--temp-dir', temp, '--num-cpus', '1', '--include-dashboard', 'true', ...ports(0)]);
-  await waitFor(async () => (await getJson(`${dashboard}/api/version`)) !== undefined, 180_000, 'the Ray head dashboard');
-  // One at a time: nodes started together on one host can pick the same plasma socket name and crash.
-  for (let i = 1; i <= workers; i++) {
-    start(`worker-${i}`, ['--address', `127.0.0.1:${base}`, '--num-cpus', '1', '--resources', JSON.stringify({ docker: options.dockerSlots ?? 4 }), ...ports(i)]);
-    await waitFor(async () => aliveDockerNodes(dashboard).then((n) => n >= i), 180_000, `worker node ${i} with the docker resource`);
+  try {
+    await startNode('head', ['--head', '--port', String(base), '--dashboard-host', '127.0.0.1', '--dashboard-port', String(base + 1), '--ray-client-server-port', String(base + 2), '--temp-dir', temp, '--num-cpus', '1', '--include-dashboard', 'true', ...ports(0)],
+      async () => (await getJson(`${dashboard}/api/version`)) !== undefined && (await aliveNodes(dashboard)) >= 1, 'the Ray head');
+    // One at a time: nodes started together on one host can pick the same plasma socket name and crash.
+    for (let i = 1; i <= workers; i++) {
+      await startNode(`worker-${i}`, ['--address', `127.0.0.1:${base}`, '--num-cpus', '1', '--resources', JSON.stringify({ docker: options.dockerSlots ?? 4 }), ...ports(i)],
+        async () => (await aliveDockerNodes(dashboard)) >= i, `worker node ${i} with the docker resource`);
+    }
+  } catch (err) {
+    // Nothing of a cluster that did not come up is left running.
+    killAll();
+    throw err;
   }
   const rayletPid = (i: number): number | undefined => {
     const node = nodes.find((n) => n.name === `worker-${i}`)!;
@@ -80,27 +170,23 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
       return raylet;
     },
     async stop() {
-      // Every process the starters spawned (raylets, GCS, dashboard, workers), then the starters.
-      const all = nodes.flatMap((n) => [...descendants(n.starter.pid!), n.starter.pid!]);
-      for (const pid of all) {
+      const servers = killAll();
+      const end = Date.now() + 20_000;
+      while (servers.some((pid) => commandOf(pid) !== '') && Date.now() < end) await new Promise((r) => setTimeout(r, 250));
+      for (const pid of servers) {
         try {
           process.kill(pid, 'SIGKILL');
         } catch {
-          /* already gone */
-        }
-      }
-      // Workers re-parented to init when their raylet died are found by the temp dir in their command line.
-      for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number)) {
-        if (commandOf(pid).includes(temp)) {
-          try {
-            process.kill(pid, 'SIGKILL');
-          } catch {
-            /* gone */
-          }
+          /* gone, as it should be */
         }
       }
     },
   };
+}
+
+async function aliveNodes(dashboard: string): Promise<number> {
+  const body = (await getJson(`${dashboard}/api/v0/nodes`)) as undefined | { data?: { result?: { result?: Array<{ state?: string }> } } };
+  return (body?.data?.result?.result ?? []).filter((n) => n.state === 'ALIVE').length;
 }
 
 export async function aliveDockerNodes(dashboard: string): Promise<number> {

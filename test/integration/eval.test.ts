@@ -67,6 +67,9 @@ test('eval: SIGKILL after the first trial, resume runs only the rest; results, s
   assert.ok(!ran.includes(killedTrial), 'a completed trial never runs twice');
   assert.equal(ran.length + done.size, 4);
   assert.ok(Date.now() - t0 < 120_000);
+  // The containers the trials shared (trace baseline, originals) went with the job: nothing of it is left.
+  const left = await new DockerSandboxProvider().docker.listContainers({ all: true, filters: { label: [`${LABEL_PID}=${resumed.pid}`] } });
+  assert.deepEqual(left.map((c) => c.Labels['dev.tbrl.kind']), [], 'no container of the finished job is left');
 
   assert.equal(readFileSync(join(job, 'trials', killedTrial, 'trial.json'), 'utf8'), keptRecord);
   const results = JSON.parse(readFileSync(join(job, 'results.json'), 'utf8')) as JobResults;

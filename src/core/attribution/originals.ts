@@ -4,6 +4,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { LABEL_KIND, LABEL_PID, LABEL_PROJECT, LABEL_RUN } from '../sandbox/types';
 import { statusCode } from '../sandbox/errors';
+import { leaseReader, type ReaderLease } from '../sandbox/shared-readers';
 import { MAX_DIFF_BYTES, readThroughArchive, type FileContent } from '../trace/file-content';
 import type { TrajectoryHeader } from '../trajectory/schema';
 
@@ -32,11 +33,11 @@ export function unknownOriginals(why: string): OriginalSource {
  * and the leak checks see it if `close` never runs.
  */
 export function imageOriginals(docker: Docker, image: OriginalImage, runId: string): OriginalSource {
-  let container: Promise<Docker.Container> | undefined;
+  let lease: ReaderLease<Docker.Container> | undefined;
   const ref = image.id ?? image.name;
   const described = image.id && image.id !== image.name ? `${image.name} (${image.id})` : image.name;
-  const created = (): Promise<Docker.Container> => {
-    container ??= docker.createContainer({
+  const create = (): Promise<Docker.Container> =>
+    docker.createContainer({
       Image: ref,
       // Never run; an entrypoint only keeps the daemon from refusing images that declare none.
       Entrypoint: ['/bin/true'],
@@ -48,18 +49,20 @@ export function imageOriginals(docker: Docker, image: OriginalImage, runId: stri
       if (statusCode(err) === 404) throw new Error(`the image ${described} the run started from no longer exists`);
       throw err;
     });
-    return container;
-  };
   return {
     async read(path) {
-      const c = await created();
+      // Never written to, so the runs of an eval job share one (shared-readers.ts).
+      lease ??= leaseReader(`originals:${ref}`, create, async (c) => {
+        // v: anonymous volumes the image declares were created with the container.
+        await c.remove({ force: true, v: true }).catch(() => undefined);
+      });
+      const c = await lease.value;
       return readThroughArchive(async (p) => (await c.getArchive({ path: p })) as unknown as Readable, path);
     },
     async close() {
-      const c = await container?.catch(() => undefined);
-      container = undefined;
-      // v: anonymous volumes the image declares were created with the container.
-      await c?.remove({ force: true, v: true }).catch(() => undefined);
+      const l = lease;
+      lease = undefined;
+      await l?.release();
     },
   };
 }

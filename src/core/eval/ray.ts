@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { TbrlError, errorMessage } from '../errors';
 import { RayJobsClient } from '../trainer/jobs';
 import { packageUriFor, sha256 } from '../trainer/bundle';
@@ -39,23 +39,47 @@ export function buildEvalBundle(job: JobConfig, trials: TrialSpec[], cluster: Ra
     { path: 'node_modules/ssh2/package.json', data: Buffer.from(JSON.stringify({ name: 'ssh2', version: '0.0.0-tbrl-standin', main: 'index.js' }) + '\n') },
     { path: 'node_modules/ssh2/index.js', data: Buffer.from("class Client { constructor() { throw new Error('ssh:// Docker hosts are not supported on tbrl eval --ray nodes (no ssh2 in the bundle); use the node\\'s local socket.'); } }\nmodule.exports = { Client };\n") },
   ];
-  for (const [dir, prefix] of [[join(root, 'dist', 'prompts'), 'dist/prompts'], [join(root, 'sandbox'), 'sandbox']] as const) {
+  // dist/proto: dockerode's BuildKit protos, read at run time when a node builds a task image.
+  for (const [dir, prefix] of [[join(root, 'dist', 'prompts'), 'dist/prompts'], [join(root, 'dist', 'proto'), 'dist/proto'], [join(root, 'sandbox'), 'sandbox']] as const) {
     for (const f of walk(dir)) entries.push({ path: `${prefix}/${relative(dir, f).split(sep).join('/')}`, data: readFileSync(f) });
   }
   const used = new Set(trials.map((t) => t.task.name));
+  // Ray unpacks the package without file modes; the nodes put them back (a task's scripts must stay
+  // executable, and its image tag hashes the modes: with them a node reuses the image the client built).
+  const modes: Record<string, number> = {};
   for (const task of job.tasks) {
     if (!used.has(task.name)) continue;
-    for (const f of walk(task.dir)) entries.push({ path: `tasks/${task.name}/${relative(task.dir, f).split(sep).join('/')}`, data: readFileSync(f) });
+    for (const f of walk(task.dir)) {
+      const path = `tasks/${task.name}/${relative(task.dir, f).split(sep).join('/')}`;
+      entries.push({ path, data: readFileSync(f) });
+      const mode = statSync(f).mode & 0o7777;
+      if (mode !== 0o644) modes[path] = mode;
+    }
+    for (const d of walkDirs(task.dir)) {
+      const mode = statSync(d).mode & 0o7777;
+      if (mode !== 0o755) modes[`tasks/${task.name}/${relative(task.dir, d).split(sep).join('/')}`.replace(/\/$/, '')] = mode;
+    }
   }
   const plan = {
     resource: cluster.resource ?? 'docker',
     nodeRetries: cluster.nodeRetries ?? 3,
     concurrency: cluster.concurrency,
+    modes,
     trials: trials.map((t) => ({ trial: t.trial, attempt: t.attempt, retries: t.retries, task: { ...t.task, dir: `tasks/${t.task.name}` }, run: job.run })),
   };
   entries.push({ path: 'trials.json', data: Buffer.from(JSON.stringify(plan)) });
   const zip = buildZip(entries);
   return { zip, uri: packageUriFor(sha256(zip)) };
+}
+
+function walkDirs(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  const out: string[] = [dir];
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...walkDirs(p));
+  }
+  return out;
 }
 
 function walk(dir: string): string[] {
@@ -70,23 +94,77 @@ function walk(dir: string): string[] {
   return out;
 }
 
-interface RayTrialResult {
+/** A file of a trial directory as the driver sends it: UTF-8 text as is, anything else base64. */
+export type RayTrialFile = { text: string } | { base64: string };
+
+export interface RayTrialResult {
   trial: string;
   node?: string;
   rc?: number;
   stderr?: string;
   error?: string;
-  files?: Record<string, string>;
+  files?: Record<string, RayTrialFile>;
+}
+
+/** What one line of the driver's job log says (ray-driver.ts describes the frames). */
+export type RayLogEvent =
+  | { type: 'running'; trial: string; node: string; rayletPid: number }
+  | { type: 'start'; trial: string }
+  | { type: 'result'; trial: string; result: RayTrialResult }
+  /** A result frame that did not arrive whole: its trial, when the frame still names it, and why. */
+  | { type: 'damaged'; trial?: string; reason: string };
+
+/**
+ * Reads one line of the job log. Markers are found anywhere in the line: Ray prints worker output
+ * from another thread of the driver, and a line it has written without its newline yet ends up in
+ * front of the driver's own. A result frame must have exactly its stated length and digest.
+ */
+export function parseRayLogLine(line: string): RayLogEvent | undefined {
+  const frameAt = line.indexOf(RESULT_PREFIX);
+  if (frameAt >= 0) {
+    const rest = line.slice(frameAt + RESULT_PREFIX.length);
+    const head = /^(\S+) (\d+) ([0-9a-f]{16}) /.exec(rest);
+    if (!head) return { type: 'damaged', trial: /^(\S+)/.exec(rest)?.[1], reason: 'the frame header is not `<trial> <length> <digest>`' };
+    const [, trial, lengthText, digest] = head;
+    const payload = rest.slice(head[0].length, head[0].length + Number(lengthText));
+    if (payload.length !== Number(lengthText)) return { type: 'damaged', trial, reason: `the frame is cut short (${payload.length} of ${lengthText} characters)` };
+    if (createHash('sha256').update(payload, 'latin1').digest('hex').slice(0, 16) !== digest) return { type: 'damaged', trial, reason: 'the frame does not match its digest (other output landed inside it)' };
+    try {
+      const result = JSON.parse(payload) as RayTrialResult;
+      if (result.trial !== trial) return { type: 'damaged', trial, reason: `the frame's header names ${trial}, its body ${String(result.trial)}` };
+      return { type: 'result', trial, result };
+    } catch (err) {
+      return { type: 'damaged', trial, reason: `the frame is not JSON: ${errorMessage(err)}` };
+    }
+  }
+  const runningAt = line.indexOf(RUNNING_MARKER);
+  if (runningAt >= 0) {
+    try {
+      const e = JSON.parse(line.slice(runningAt + RUNNING_MARKER.length)) as { trial: string; node: string; raylet_pid: number };
+      return { type: 'running', trial: e.trial, node: e.node, rayletPid: e.raylet_pid };
+    } catch {
+      return undefined; // only informative: where a trial runs
+    }
+  }
+  const startAt = line.indexOf(START_PREFIX);
+  if (startAt >= 0) {
+    try {
+      return { type: 'start', trial: (JSON.parse(line.slice(startAt + START_PREFIX.length)) as { trial: string }).trial };
+    } catch {
+      return undefined; // the result frame starts the trial too
+    }
+  }
+  return undefined;
 }
 
 /** Writes a node's trial files into the trial directory; paths from the cluster are checked to stay inside it. */
-export function writeTrialFiles(dir: string, files: Record<string, string>): void {
+export function writeTrialFiles(dir: string, files: Record<string, RayTrialFile>): void {
   const root = resolve(dir);
-  for (const [rel, b64] of Object.entries(files)) {
+  for (const [rel, file] of Object.entries(files)) {
     const target = resolve(root, rel);
     if (!target.startsWith(root + sep)) continue;
     mkdirSync(dirname(target), { recursive: true });
-    writeFileSync(target, Buffer.from(b64, 'base64'));
+    writeFileSync(target, 'text' in file ? Buffer.from(file.text, 'utf8') : Buffer.from(file.base64, 'base64'));
   }
 }
 
@@ -119,29 +197,24 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
       let buffer = '';
       let chain: Promise<void> = Promise.resolve();
       const onLine = async (line: string): Promise<void> => {
-        const running = line.indexOf(RUNNING_MARKER);
-        if (running >= 0) {
-          const e = JSON.parse(line.slice(running + RUNNING_MARKER.length)) as { trial: string; node: string; raylet_pid: number };
-          cluster.onTrialRunning?.({ trial: e.trial, node: e.node, rayletPid: e.raylet_pid });
-        } else if (line.startsWith(START_PREFIX)) {
-          const name = (JSON.parse(line.slice(START_PREFIX.length)) as { trial: string }).trial;
-          const spec = byName.get(name);
-          if (spec && !started.has(name)) {
-            started.add(name);
-            hooks.onStart(spec);
-          }
-        } else if (line.startsWith(RESULT_PREFIX)) {
-          const result = JSON.parse(line.slice(RESULT_PREFIX.length)) as RayTrialResult;
-          const spec = byName.get(result.trial);
-          // Each trial is recorded once: a duplicate line (a replayed log) is ignored.
-          if (!spec || finished.has(result.trial)) return;
-          finished.add(result.trial);
-          if (!started.has(result.trial)) {
-            started.add(result.trial);
-            hooks.onStart(spec);
-          }
-          await hooks.onDone(spec, recordFrom(spec, result));
+        const e = parseRayLogLine(line);
+        if (!e) return;
+        if (e.type === 'running') {
+          cluster.onTrialRunning?.({ trial: e.trial, node: e.node, rayletPid: e.rayletPid });
+          return;
         }
+        const spec = e.trial !== undefined ? byName.get(e.trial) : undefined;
+        if (e.type === 'damaged') info(`a result in the Ray job log arrived damaged${e.trial ? ` (${e.trial})` : ''}: ${e.reason}`);
+        // Each trial is recorded once: a duplicate line (a replayed log) is ignored.
+        if (!spec || finished.has(spec.trial)) return;
+        if (!started.has(spec.trial)) {
+          started.add(spec.trial);
+          hooks.onStart(spec);
+        }
+        if (e.type === 'start') return;
+        finished.add(spec.trial);
+        // A damaged frame is an infra failure of this trial: recorded as such, so the retry classes re-run it.
+        await hooks.onDone(spec, e.type === 'result' ? recordFrom(spec, e.result) : recordFrom(spec, { trial: spec.trial, error: `its result arrived damaged in the Ray job log: ${e.reason}` }));
       };
       const onAbort = (): void => void client.stop(submissionId).catch(() => undefined);
       signal.addEventListener('abort', onAbort, { once: true });
@@ -161,7 +234,7 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
       // Started but never finished (the job was stopped): not recorded, so a resume runs them again.
       for (const name of started) if (!finished.has(name)) await hooks.onDone(byName.get(name)!, undefined);
       if (!signal.aborted && details.status !== 'SUCCEEDED') {
-        const tail = (await client.logs(submissionId).catch(() => '')).split('\n').filter((l) => !l.startsWith(RESULT_PREFIX)).slice(-15).join('\n');
+        const tail = (await client.logs(submissionId).catch(() => '')).split('\n').filter((l) => !l.includes(RESULT_PREFIX)).slice(-15).join('\n');
         throw new TbrlError('eval-ray-driver-failed', `The eval driver ${submissionId} ended ${details.status}${details.message ? `: ${details.message}` : ''}\n${tail}`, 'Completed trials are in the job directory; fix the cause and run `tbrl eval --resume JOB --ray URL` for the rest.');
       }
     },

@@ -15,6 +15,8 @@ import { resolveTaskSources, type TaskSourceOptions } from './sources';
 import { runTrial, type TrialRunOptions, type TrialSpec } from './trial';
 import { writeTrialExports, writeHarborJob, type ExportOptions } from './interop';
 import { rayBackend, type RayEvalCluster } from './ray';
+import { DockerSandboxProvider } from '../sandbox/provider';
+import { holdSharedReaders } from '../sandbox/shared-readers';
 
 export type EvalEvent =
   | { type: 'job-start'; jobDir: string; resumed: boolean; tasks: number; trials: number; toRun: number; alreadyDone: number; retrying: number }
@@ -130,18 +132,30 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
+/**
+ * Trials in this process, `concurrency` at a time. They share what one `tbrl run` would set up for
+ * itself: one Docker provider (its connection, and what it learnt about the daemon on the first
+ * create) and, while the batch runs, the containers that only read an image's pristine files
+ * (shared-readers.ts), so a trial starts two containers (sandbox, tracer) instead of three.
+ */
 export function localBackend(run: JobRunConfig, concurrency: number, trialOptions: TrialRunOptions = {}): TrialBackend {
   return {
     name: 'local',
     async run(trials, hooks, signal) {
+      const shared: TrialRunOptions = { ...trialOptions, sandboxProvider: trialOptions.sandboxProvider ?? new DockerSandboxProvider() };
+      const releaseReaders = holdSharedReaders();
       const queue = [...trials];
       const worker = async (): Promise<void> => {
         for (let spec = queue.shift(); spec && !signal.aborted; spec = queue.shift()) {
           hooks.onStart(spec);
-          await hooks.onDone(spec, await runTrial(spec, run, trialOptions, signal));
+          await hooks.onDone(spec, await runTrial(spec, run, shared, signal));
         }
       };
-      await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, trials.length)) }, worker));
+      try {
+        await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, trials.length)) }, worker));
+      } finally {
+        await releaseReaders();
+      }
     },
   };
 }

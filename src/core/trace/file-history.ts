@@ -4,6 +4,7 @@ import { LABEL_PID, LABEL_PROJECT, LABEL_RUN } from '../sandbox/types';
 import { LABEL_KIND } from './helper';
 import { BatchReader, type ReadAnswer } from './batch-reader';
 import { readThroughArchive, type FileContent } from './file-content';
+import { leaseReader, type ReaderLease } from '../sandbox/shared-readers';
 
 type Getter = (path: string) => Promise<Readable>;
 
@@ -23,7 +24,7 @@ type Getter = (path: string) => Promise<Readable>;
  */
 export class FileHistory {
   private readonly seen = new Map<string, FileContent>();
-  private baseline?: Promise<{ container: Docker.Container; reader?: BatchReader } | undefined>;
+  private baseline?: ReaderLease<{ container: Docker.Container; reader?: BatchReader } | undefined>;
 
   constructor(
     private readonly docker: Docker,
@@ -69,10 +70,9 @@ export class FileHistory {
   }
 
   async close(): Promise<void> {
-    const base = await this.baseline?.catch(() => undefined);
+    const lease = this.baseline;
     this.baseline = undefined;
-    base?.reader?.close();
-    await base?.container.remove({ force: true }).catch(() => undefined);
+    await lease?.release();
   }
 
   private async resolveSymlinks(paths: readonly string[], answers: ReadAnswer[], getter: Getter): Promise<FileContent[]> {
@@ -80,7 +80,16 @@ export class FileHistory {
   }
 
   private baselineContainer(): Promise<{ container: Docker.Container; reader?: BatchReader } | undefined> {
-    this.baseline ??= (async () => {
+    // The image's pristine files are the same for every run of it: an eval job shares one baseline (shared-readers.ts).
+    this.baseline ??= leaseReader(`trace-baseline:${this.image}`, () => this.startBaseline(), async (base) => {
+      base?.reader?.close();
+      await base?.container.remove({ force: true }).catch(() => undefined);
+    });
+    return this.baseline.value;
+  }
+
+  private startBaseline(): Promise<{ container: Docker.Container; reader?: BatchReader } | undefined> {
+    return (async () => {
       let labels: Record<string, string> = {};
       try {
         labels = (await this.docker.getContainer(this.labelsFrom).inspect()).Config?.Labels ?? {};
@@ -113,6 +122,5 @@ export class FileHistory {
         return { container };
       }
     })();
-    return this.baseline;
   }
 }
