@@ -49,7 +49,9 @@ test('the debugger contribution: type tbrl, launch attributes match the adapter,
   const dbg = pkg.contributes.debuggers.find((d: { type: string }) => d.type === 'tbrl');
   assert.ok(dbg);
   const attrs = Object.keys(dbg.configurationAttributes.launch.properties);
-  const launchArgs = readFileSync('src/extension/debug/launch-args.ts', 'utf8');
+  // LaunchArgs = the stepping runtime's attributes (RuntimeLaunchArgs, src/core/debug) + the editor's own.
+  const launchArgs = readFileSync('src/extension/debug/launch-args.ts', 'utf8') + readFileSync('src/core/debug/runtime.ts', 'utf8');
+  assert.match(launchArgs, /interface LaunchArgs extends [^{]*RuntimeLaunchArgs/);
   for (const a of attrs) assert.match(launchArgs, new RegExp(`\\b${a}\\?:`), `LaunchArgs declares ${a}`);
   for (const s of dbg.configurationSnippets) {
     assert.equal(s.body.type, 'tbrl');
