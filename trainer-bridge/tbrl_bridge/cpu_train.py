@@ -20,7 +20,7 @@ from typing import Callable, Optional
 from .episode import COMPACT_SYSTEM_PROMPT, Episode, run_episode
 from .envclient import EnvServerClient
 from .metrics import MetricsWriter
-from .policy import Policy, default_model_path, load_policy, sample, token_logprobs, train_top_layers
+from .policy import Policy, default_model_path, load_policy, sample, token_logprobs, train_top_layers, use_turn_end_as_eos
 
 
 class TrainConfigError(ValueError):
@@ -223,8 +223,7 @@ def load_resume(checkpoint: Path, base: Path) -> tuple[Policy, int, Optional[dic
         tok = AutoTokenizer.from_pretrained(str(checkpoint))
     except Exception as err:
         raise TrainingError(f"cannot resume from {checkpoint} ({type(err).__name__}: {err}). Fix: delete that folder (and its `latest` marker) to start over, or resubmit") from err
-    if tok.pad_token_id is None:
-        tok.pad_token = tok.eos_token
+    use_turn_end_as_eos(tok)
     model.train()
     state_path = Path(checkpoint) / TRAINER_STATE
     state = torch.load(state_path, weights_only=False) if state_path.is_file() else None
