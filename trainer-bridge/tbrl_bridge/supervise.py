@@ -66,16 +66,21 @@ def _ray_worker_loss(err: BaseException) -> bool:
     return isinstance(err, (rex.RayActorError, rex.WorkerCrashedError, rex.NodeDiedError, rex.ObjectLostError))
 
 
+# Ray's job supervisor gives the driver its job config (runtime env, metadata) in this variable,
+# whose name is literally ray._private.runtime_env.constants.RAY_JOB_CONFIG_JSON_ENV_VAR's value.
+JOB_CONFIG_VAR = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+
+
 def submission_id() -> Optional[str]:
-    """The Ray job's submission id (the job supervisor puts it in the driver's job config)."""
+    """The Ray job's submission id (metadata key job_submission_id of the driver's job config)."""
     try:
-        return json.loads(os.environ.get("RAY_JOB_CONFIG_JSON", "{}")).get("metadata", {}).get("job_submission_id")
+        return json.loads(os.environ.get(JOB_CONFIG_VAR, "{}")).get("metadata", {}).get("job_submission_id")
     except ValueError:
         return None
 
 
 def in_ray_job() -> bool:
-    return bool(os.environ.get("RAY_JOB_CONFIG_JSON"))
+    return bool(os.environ.get(JOB_CONFIG_VAR))
 
 
 def _actor_class():

@@ -85,3 +85,12 @@ def test_a_training_error_is_not_retried(tmp_path):
 
     with pytest.raises(TrainingError, match="loss is nan at step 1"):
         run(tmp_path, [nan, nan], max_restarts=5)
+
+
+def test_the_job_id_comes_from_rays_job_config(monkeypatch):
+    from tbrl_bridge.supervise import in_ray_job, submission_id
+
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR", raising=False)
+    assert not in_ray_job() and submission_id() is None
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", json.dumps({"runtime_env": {}, "metadata": {"job_submission_id": "tbrl-cpu-tiny-abc", "job_name": "x"}}))
+    assert in_ray_job() and submission_id() == "tbrl-cpu-tiny-abc"
