@@ -17,7 +17,8 @@ zero-advantage fraction of sparse vs PPRS rewards on Tev tasks.
    reference solution cut after a random number of its steps: a policy that gets part of the way).
 
 Run: node --import tsx bench/train.bench.ts  (env: TBRL_BENCH_STEPS, _GROUP, _TASKS_PER_STEP,
-_SFT_STEPS, _EVAL_ATTEMPTS, _LR, _TEV_TASKS, _TEV_GROUP, TBRL_BENCH_PORT)
+_SFT_STEPS, _SFT_LR, _EVAL_ATTEMPTS, _LR, _TRAIN_SEEDS, _TEV_TASKS, _TEV_GROUP, _TEV_DIR, TBRL_BENCH_PORT;
+TBRL_BENCH_PART=tev runs only the partial-oracle Tev groups, =learn everything else)
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from tbrl_bridge.cpu_train import TinyConfig, policy_update, save_checkpoint  # 
 from tbrl_bridge.envclient import EnvServerClient  # noqa: E402
 from tbrl_bridge.episode import COMPACT_SYSTEM_PROMPT, Episode, run_episode  # noqa: E402
 from tbrl_bridge.gguf_export import export  # noqa: E402
-from tbrl_bridge.policy import Policy, default_model_path, load_policy, sample, token_logprobs  # noqa: E402
+from tbrl_bridge.policy import Policy, default_model_path, load_policy, sample, token_logprobs, train_top_layers  # noqa: E402
 from tbrl_bridge.tiny_tasks import word_for, write_family  # noqa: E402
 
 E = os.environ.get
@@ -56,9 +57,11 @@ TEV_TASKS = int(E("TBRL_BENCH_TEV_TASKS", "2"))
 TEV_GROUP = int(E("TBRL_BENCH_TEV_GROUP", "4"))
 PORT = int(E("TBRL_BENCH_PORT", "50450"))
 MAX_TURNS = 2
-MAX_NEW = 40
+MAX_NEW = int(E("TBRL_BENCH_MAX_NEW", "40"))
+# 0: full fine-tuning; N: only the last N decoder layers train (cpu-tiny's tbrl.train_layers), for SFT and RL alike.
+TRAIN_LAYERS = int(E("TBRL_BENCH_TRAIN_LAYERS", "0"))
 TEMPERATURE = 1.0
-TRAIN_SEEDS = [1, 2, 3, 4, 5, 6]
+TRAIN_SEEDS = [int(x) for x in E("TBRL_BENCH_TRAIN_SEEDS", "1,2,3,4").split(",")]
 TBRL = [str(REPO / "node_modules" / ".bin" / "tsx"), str(REPO / "src" / "cli" / "main.ts")]
 
 
@@ -95,7 +98,7 @@ def oracle_episodes(client, policy: Policy, tasks: list[str]) -> list[Episode]:
 
 def sft(policy: Policy, eps: list[Episode]) -> float:
     """Full-batch supervised steps on the oracle turns (observation tokens carry no loss)."""
-    opt = torch.optim.AdamW(policy.model.parameters(), lr=SFT_LR, weight_decay=0.0)
+    opt = torch.optim.AdamW([q for q in policy.model.parameters() if q.requires_grad], lr=SFT_LR, weight_decay=0.0)
     loss = torch.tensor(0.0)
     for _ in range(SFT_STEPS):
         opt.zero_grad(set_to_none=True)
@@ -105,7 +108,7 @@ def sft(policy: Policy, eps: list[Episode]) -> float:
             m = torch.tensor(ep.response_mask, dtype=torch.float32)
             loss = loss - (lp[0] * m).sum() / m.sum() / len(eps)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_([q for q in policy.model.parameters() if q.requires_grad], 1.0)
         opt.step()
     return float(loss)
 
@@ -124,8 +127,8 @@ def all_equal(values: list[float]) -> bool:
 
 def train(client, start: Policy, tasks: list[str], algorithm: str) -> dict:
     p = Policy(copy.deepcopy(start.model), start.tokenizer, start.path)
-    cfg = TinyConfig(algorithm=algorithm, lr=LR)
-    opt = torch.optim.AdamW(p.model.parameters(), lr=LR, weight_decay=0.0)
+    cfg = TinyConfig(algorithm=algorithm, lr=LR, train_layers=TRAIN_LAYERS)
+    opt = torch.optim.AdamW([q for q in p.model.parameters() if q.requires_grad], lr=LR, weight_decay=0.0)
     groups_sparse, groups_shaped, steps = [], [], []
     t0 = time.time()
     for step in range(STEPS):
@@ -166,7 +169,7 @@ def tbrl_eval(gguf: Path, tasks: list[str], work: Path, name: str) -> dict:
         assert first.get("event") == "listening", first
         job = cwd / "job"
         t0 = time.time()
-        r = subprocess.run([*TBRL, "eval", *tasks, "--attempts", str(EVAL_ATTEMPTS), "--concurrency", "1", "--max-steps", str(MAX_TURNS), "--base-url", first["baseUrl"], "--model", str(first["model"]), "--job-dir", str(job), "--json"], cwd=cwd, capture_output=True, text=True)
+        r = subprocess.run([*TBRL, "eval", *tasks, "--attempts", str(EVAL_ATTEMPTS), "--concurrency", "1", "--max-steps", str(MAX_TURNS), "--timeout-multiplier", E("TBRL_BENCH_TIMEOUT_MULTIPLIER", "5"), "--base-url", first["baseUrl"], "--model", str(first["model"]), "--job-dir", str(job), "--json"], cwd=cwd, capture_output=True, text=True)
         if not (job / "results.json").is_file():
             raise SystemExit(f"tbrl eval of {name} wrote no results (exit {r.returncode}):\n{r.stderr[-2000:]}")
         res = json.loads((job / "results.json").read_text())
@@ -183,21 +186,32 @@ def oracle_turns(task_dir: str) -> list[str]:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def tev_groups(client, policy: Policy, tev_dir: Path) -> dict:
-    """Per Tev task, one group from the start policy and one from a partial oracle; sparse vs PPRS."""
+def tev_tasks(tev_dir: Path) -> list[str]:
     tasks = sorted(str(d) for d in tev_dir.iterdir() if (d / "tests" / "progress.json").is_file())[:TEV_TASKS]
     if not tasks:
         raise SystemExit(f"no Tev task (tests/progress.json) under {tev_dir}")
-    out = {"model": {"sparse": [], "pprs": []}, "partial_oracle": {"sparse": [], "pprs": [], "phi": []}}
+    return tasks
+
+
+def tev_model_groups(client, policy: Policy, tasks: list[str]) -> dict:
+    """One group of the start policy per Tev task: sparse (pass) vs PPRS (the env-server's reward)."""
+    out = {"sparse": [], "pprs": []}
     for i, t in enumerate(tasks):
-        group = rollouts(client, policy, t, TEV_GROUP, 7000 + i)
-        scored = [e for e in group if not e.masked]
-        out["model"]["pprs"].append([e.reward for e in scored])
-        out["model"]["sparse"].append([1.0 if e.outcome == "passed" else 0.0 for e in scored])
+        scored = [e for e in rollouts(client, policy, t, TEV_GROUP, 7000 + i) if not e.masked]
+        out["pprs"].append([e.reward for e in scored])
+        out["sparse"].append([1.0 if e.outcome == "passed" else 0.0 for e in scored])
+        say(f"tev {Path(t).name}: start policy rewards {out['pprs'][-1]}")
+    return out
+
+
+def tev_partial_oracle_groups(client, tasks: list[str]) -> dict:
+    """One group per Tev task of the reference solution cut after a random number of its steps."""
+    out = {"sparse": [], "pprs": [], "phi": [], "cuts": []}
+    for i, t in enumerate(tasks):
         turns = oracle_turns(t)
         rng = random.Random(f"tev-{i}")
-        sparse, pprs, phis = [], [], []
-        for k in range(TEV_GROUP):
+        sparse, pprs, phis, cuts = [], [], [], []
+        for _ in range(TEV_GROUP):
             cut = rng.randrange(0, len(turns) + 1)
             client.reset(t, maxSteps=len(turns) + 1)
             s = {"done": False, "info": {}}
@@ -212,23 +226,37 @@ def tev_groups(client, policy: Policy, tev_dir: Path) -> dict:
             pprs.append(float(s.get("reward", 0.0)))
             sparse.append(1.0 if pp.get("pass", rec.get("tests") == 1) else 0.0)
             phis.append(pp.get("phi"))
+            cuts.append(cut)
             client.call("close")
             say(f"tev {Path(t).name}: partial oracle {cut}/{len(turns)} steps -> reward {pprs[-1]:.3f} (Φ {pp.get('phi')}, pass {bool(sparse[-1])})")
-        out["partial_oracle"]["sparse"].append(sparse)
-        out["partial_oracle"]["pprs"].append(pprs)
-        out["partial_oracle"]["phi"].append(phis)
+        for k, v in (("sparse", sparse), ("pprs", pprs), ("phi", phis), ("cuts", cuts)):
+            out[k].append(v)
     return out
+
+
+def tev_part(tev_dir: Path) -> None:
+    """Runs alone (TBRL_BENCH_PART=tev): the partial-oracle groups need no model."""
+    t0 = time.time()
+    with EnvServerClient(TBRL, timeout=900) as client:
+        client.initialize()
+        g = tev_partial_oracle_groups(client, tev_tasks(tev_dir))
+    load = os.getloadavg()
+    print(f"\nzero-advantage groups, Tev data-eng unit, partial oracle ({len(g['sparse'])} groups x {TEV_GROUP}; load {load[0]:.1f}, {time.time() - t0:.0f} s): sparse {zero_frac(g['sparse']):.2f}, PPRS {zero_frac(g['pprs']):.2f}")
+    print(json.dumps({"tev_partial_oracle": g, "load": load}))
 
 
 def main():
     work = Path(tempfile.mkdtemp(prefix="tbrl-train-bench-"))
+    part = E("TBRL_BENCH_PART", "all")
     train_tasks = [str(d) for d in write_family(work / "train", TRAIN_SEEDS)]
-    eval_seeds = held_out_seeds(4)
+    eval_seeds = held_out_seeds(int(E("TBRL_BENCH_EVAL_TASKS", "4")))
     eval_tasks = [str(d) for d in write_family(work / "eval", eval_seeds)]
     tev_dir = Path(E("TBRL_BENCH_TEV_DIR", str(work / "tev")))
     if not tev_dir.is_dir():
         say("synthesising Tev tasks (tbrl synth --domain data-eng --tier unit)")
         subprocess.run([*TBRL, "synth", "--domain", "data-eng", "--tier", "unit", "--seed", "1", "--count", str(TEV_TASKS), str(tev_dir)], cwd=REPO, check=True, capture_output=True)
+    if part == "tev":
+        return tev_part(tev_dir)
     t_all = time.time()
     torch.manual_seed(0)
     base = load_policy(default_model_path(), 0)
@@ -238,11 +266,14 @@ def main():
         t0 = time.time()
         oracle = oracle_episodes(client, base, train_tasks)
         start = Policy(copy.deepcopy(base.model), base.tokenizer, base.path)
+        train_top_layers(start.model, TRAIN_LAYERS)
         sft_loss = sft(start, oracle)
         sft_sec = time.time() - t0
         say(f"warm start: {SFT_STEPS} SFT steps on {len(oracle)} oracle episodes, final NLL {sft_loss:.3f}, {sft_sec:.0f} s")
         runs = {algo: train(client, start, train_tasks, algo) for algo in ("grpo", "depgpo")}
-        tev = tev_groups(client, start, tev_dir)
+        tev = {"model": tev_model_groups(client, start, tev_tasks(tev_dir))}
+        if part == "all":
+            tev["partial_oracle"] = tev_partial_oracle_groups(client, tev_tasks(tev_dir))
     ggufs = {"base": default_model_path()}
     for name, pol in (("start", start), ("grpo", runs["grpo"]["policy"]), ("depgpo", runs["depgpo"]["policy"])):
         ggufs[name] = to_gguf(pol, work / "models", name)
@@ -253,7 +284,7 @@ def main():
 
     load = os.getloadavg()
     print(f"\ncpu-tiny learning benchmark, SmolLM2-135M on echo-word (load average {load[0]:.1f} on {os.cpu_count()} cores, total {time.time() - t_all:.0f} s)")
-    print(f"start = base + {SFT_STEPS} SFT steps on {len(oracle)} oracle episodes of the training seeds ({sft_sec:.0f} s); RL: {STEPS} steps x {TASKS_PER_STEP} tasks x {GROUP} rollouts x <= {MAX_TURNS} turns, lr {LR}, temperature {TEMPERATURE}")
+    print(f"start = base + {SFT_STEPS} SFT steps (lr {SFT_LR}) on {len(oracle)} oracle episodes of the training seeds ({sft_sec:.0f} s); RL: {STEPS} steps x {TASKS_PER_STEP} tasks x {GROUP} rollouts x <= {MAX_TURNS} turns of <= {MAX_NEW} tokens, lr {LR}, temperature {TEMPERATURE}, {'full fine-tuning' if not TRAIN_LAYERS else f'last {TRAIN_LAYERS} layers'}")
     print(f"eval: tbrl serve + tbrl eval, {len(eval_tasks)} held-out tasks x {EVAL_ATTEMPTS} attempts, compact-v1 prompt")
     print("| policy | pass@1 | mean reward | RL steps | RL wall time |")
     print("|---|---|---|---|---|")
@@ -267,7 +298,7 @@ def main():
         print(f"{algo} per step: " + "; ".join(f"{s['step']}: reward {s['reward']:.3f} pass {s['pass']:.2f} zero-adv {s['zero_adv_groups']}/{s['groups']}" for s in runs[algo]["steps"]))
     both = runs["grpo"]["sparse"] + runs["depgpo"]["sparse"], runs["grpo"]["shaped"] + runs["depgpo"]["shaped"]
     print(f"zero-advantage groups, echo-word RL rollouts ({len(both[0])} groups): sparse (pass 1/0) {zero_frac(both[0]):.2f}, weighted tests {zero_frac(both[1]):.2f}")
-    for who in ("model", "partial_oracle"):
+    for who in tev:
         g = tev[who]
         print(f"zero-advantage groups, Tev data-eng unit, {who.replace('_', ' ')} ({len(g['sparse'])} groups x {TEV_GROUP}): sparse {zero_frac(g['sparse']):.2f}, PPRS {zero_frac(g['pprs']):.2f}")
     print(json.dumps({"rows": rows, "runs": {a: {k: v for k, v in r.items() if k != "policy"} for a, r in runs.items()}, "tev": tev, "sft_sec": sft_sec, "load": load}, default=str))
