@@ -94,7 +94,12 @@ def _actor_class():
             return os.getpid()
 
         def train(self, cfg: dict, tasks: list[str], tbrl_cmd: list[str], out: str, metrics_path: str, resume: Optional[str]) -> str:
+            from transformers.utils import logging as hf_logging
+
             from .cpu_train import train_tiny
+
+            # Ray forwards every carriage-return frame of a progress bar as a log line of its own.
+            hf_logging.disable_progress_bar()
 
             def log(msg: str) -> None:
                 print(f"[tbrl-bridge] {msg}", flush=True)
