@@ -110,7 +110,7 @@ def sft(policy: Policy, eps: list[Episode]) -> float:
         loss.backward()
         torch.nn.utils.clip_grad_norm_([q for q in policy.model.parameters() if q.requires_grad], 1.0)
         opt.step()
-    return float(loss)
+    return float(loss.detach())
 
 
 def rollouts(client, policy: Policy, task: str, n: int, seed: int) -> list[Episode]:
@@ -246,7 +246,9 @@ def tev_part(tev_dir: Path) -> None:
 
 
 def main():
-    work = Path(tempfile.mkdtemp(prefix="tbrl-train-bench-"))
+    # TBRL_BENCH_WORK keeps the tasks and each policy's GGUF (written as soon as it is trained), so
+    # TBRL_BENCH_PART=eval can evaluate them again, or after a run that ran out of time.
+    work = Path(E("TBRL_BENCH_WORK") or tempfile.mkdtemp(prefix="tbrl-train-bench-"))
     part = E("TBRL_BENCH_PART", "all")
     train_tasks = [str(d) for d in write_family(work / "train", TRAIN_SEEDS)]
     eval_seeds = held_out_seeds(int(E("TBRL_BENCH_EVAL_TASKS", "4")))
@@ -257,6 +259,13 @@ def main():
         subprocess.run([*TBRL, "synth", "--domain", "data-eng", "--tier", "unit", "--seed", "1", "--count", str(TEV_TASKS), str(tev_dir)], cwd=REPO, check=True, capture_output=True)
     if part == "tev":
         return tev_part(tev_dir)
+    if part == "eval":
+        for name in ("base", "start", "grpo", "depgpo"):
+            gguf = default_model_path() if name == "base" else work / "models" / f"{name}.gguf"
+            if gguf.is_file():
+                r = tbrl_eval(gguf, eval_tasks, work, name)
+                say(f"eval {name}: pass@1 {r['pass_at_1']}, mean reward {r['mean_reward']}, {r['eval_sec']:.0f} s")
+        return None
     t_all = time.time()
     torch.manual_seed(0)
     base = load_policy(default_model_path(), 0)
@@ -270,13 +279,14 @@ def main():
         sft_loss = sft(start, oracle)
         sft_sec = time.time() - t0
         say(f"warm start: {SFT_STEPS} SFT steps on {len(oracle)} oracle episodes, final NLL {sft_loss:.3f}, {sft_sec:.0f} s")
-        runs = {algo: train(client, start, train_tasks, algo) for algo in ("grpo", "depgpo")}
+        ggufs = {"base": default_model_path(), "start": to_gguf(start, work / "models", "start")}
+        runs = {}
+        for algo in ("grpo", "depgpo"):
+            runs[algo] = train(client, start, train_tasks, algo)
+            ggufs[algo] = to_gguf(runs[algo]["policy"], work / "models", algo)
         tev = {"model": tev_model_groups(client, start, tev_tasks(tev_dir))}
         if part == "all":
             tev["partial_oracle"] = tev_partial_oracle_groups(client, tev_tasks(tev_dir))
-    ggufs = {"base": default_model_path()}
-    for name, pol in (("start", start), ("grpo", runs["grpo"]["policy"]), ("depgpo", runs["depgpo"]["policy"])):
-        ggufs[name] = to_gguf(pol, work / "models", name)
     rows = {}
     for name in ("base", "start", "grpo", "depgpo"):
         rows[name] = tbrl_eval(ggufs[name], eval_tasks, work, name)
