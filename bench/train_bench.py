@@ -18,7 +18,8 @@ zero-advantage fraction of sparse vs PPRS rewards on Tev tasks.
 
 Run: node --import tsx bench/train.bench.ts  (env: TBRL_BENCH_STEPS, _GROUP, _TASKS_PER_STEP,
 _SFT_STEPS, _SFT_LR, _EVAL_ATTEMPTS, _LR, _TRAIN_SEEDS, _TEV_TASKS, _TEV_GROUP, _TEV_DIR, TBRL_BENCH_PORT;
-TBRL_BENCH_PART=tev runs only the partial-oracle Tev groups, =learn everything else)
+TBRL_BENCH_PART=tev runs only the partial-oracle Tev groups, =learn everything else, =eval only `tbrl eval` of
+the GGUFs a run left in TBRL_BENCH_WORK)
 """
 
 from __future__ import annotations
