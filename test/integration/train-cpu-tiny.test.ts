@@ -66,7 +66,7 @@ test('a bad cpu-tiny setting fails at once with the cause and the fix', async ()
 test('cpu-tiny trains one step through the env-server, streams metrics, and its checkpoint comes back as GGUF', async () => {
   const r = await submitTraining(options(['tbrl.steps=1', 'tbrl.group_size=2', 'tbrl.tasks_per_step=1', 'tbrl.max_turns=1', 'tbrl.max_new_tokens=16', 'tbrl.family_seeds=1']));
   submitted.push(r.submissionId);
-  const job = await client.wait(r.submissionId, { timeoutMs: 480_000 });
+  const job = await client.wait(r.submissionId, { timeoutMs: 1_200_000 }); // the model load alone takes minutes on a loaded machine
   const log = await client.logs(r.submissionId);
   assert.equal(job.status, 'SUCCEEDED', log.split('\n').slice(-30).join('\n'));
   const c = parseMetrics(log).canonical();

@@ -4,6 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { resolveRunConfig } from '../../src/core/run/config';
+import { loadSystemPrompt } from '../../src/core/agent/prompt';
 import { TbrlError } from '../../src/core/errors';
 
 function withDir(fn: (dir: string) => void): void {
@@ -83,5 +84,17 @@ test('n > 1 without a verifier gets the listwise verifier (and says so); verifie
     assert.equal(oracle.policy, 'oracle');
     assert.equal(oracle.verifier, undefined, 'the oracle ignores n');
     assert.throws(() => resolveRunConfig({ baseUrl: 'http://h/v1', model: 'm', n: 4, verifier: 'none' }, {}, dir), (e: unknown) => e instanceof TbrlError && /only the first/.test(e.message) && /--n 1/.test(e.fix ?? ''));
+  });
+});
+
+test('promptVersion from .tbrl/config.json or TBRL_PROMPT_VERSION picks the system prompt a run uses (cpu-tiny trains with compact-v1)', () => {
+  withDir((dir) => {
+    assert.equal(resolveRunConfig({ policy: 'oracle' }, {}, dir).promptVersion, undefined);
+    mkdirSync(join(dir, '.tbrl'));
+    writeFileSync(join(dir, '.tbrl', 'config.json'), JSON.stringify({ promptVersion: 'compact-v1' }));
+    assert.equal(resolveRunConfig({ policy: 'oracle' }, {}, dir).promptVersion, 'compact-v1');
+    assert.equal(resolveRunConfig({ policy: 'oracle' }, { TBRL_PROMPT_VERSION: 'v1' }, dir).promptVersion, 'v1', 'the environment wins over the file');
+    assert.throws(() => resolveRunConfig({ policy: 'oracle' }, { TBRL_PROMPT_VERSION: '../../etc/passwd' }, dir), (e: unknown) => e instanceof TbrlError && /not a version name/.test(e.message));
+    assert.match(loadSystemPrompt('compact-v1').text, /^You are a terminal agent[\s\S]*<bash>\ncmd: /);
   });
 });

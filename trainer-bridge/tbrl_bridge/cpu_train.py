@@ -20,7 +20,7 @@ from typing import Callable, Optional
 from .episode import COMPACT_SYSTEM_PROMPT, Episode, run_episode
 from .envclient import EnvServerClient
 from .metrics import MetricsWriter
-from .policy import Policy, default_model_path, load_policy, sample, token_logprobs, train_top_layers
+from .policy import Policy, default_model_path, load_policy, sample, token_logprobs, train_top_layers, use_turn_end_as_eos
 
 
 class TrainConfigError(ValueError):
@@ -52,8 +52,11 @@ class TinyConfig:
     train_layers: int = 0
     compact_prompt: bool = True
     family_seeds: list = field(default_factory=lambda: [1, 2, 3, 4])
+    # On a Ray cluster: how often a lost training worker is restarted from the last checkpoint
+    # before the job fails (entrypoint.supervise).
+    max_restarts: int = 1
 
-    INT_KEYS = ("steps", "group_size", "tasks_per_step", "max_turns", "max_new_tokens", "seed", "save_every", "train_layers")
+    INT_KEYS = ("steps", "group_size", "tasks_per_step", "max_turns", "max_new_tokens", "seed", "save_every", "train_layers", "max_restarts")
     FLOAT_KEYS = ("lr", "temperature", "top_p", "clip_ratio", "clip_ratio_high", "max_grad_norm")
 
 
@@ -74,7 +77,7 @@ def tiny_config(preset: dict, overrides: list[str], algorithm: str) -> TinyConfi
         try:
             if k in TinyConfig.INT_KEYS:
                 v = int(v)
-                if v < (0 if k in ("seed", "save_every", "train_layers") else 1):
+                if v < (0 if k in ("seed", "save_every", "train_layers", "max_restarts") else 1):
                     raise ValueError("must be positive")
             elif k in TinyConfig.FLOAT_KEYS:
                 v = float(v)
@@ -179,23 +182,68 @@ def policy_update(policy: Policy, optimizer, episodes: list[Episode], groups: li
     return UpdateResult(float(pg_loss), float(grad_norm), float((entropy * mask).sum() / tok) if tok > 0 else 0.0, None, zero, len(by_group))
 
 
-def save_checkpoint(policy: Policy, out: Path, step: int, cfg: TinyConfig, extra: dict) -> Path:
+TRAINER_STATE = "trainer-state.pt"
+
+
+def save_checkpoint(policy: Policy, out: Path, step: int, cfg: TinyConfig, extra: dict, optimizer=None) -> Path:
+    """Weights + tokenizer (what `tbrl train fetch` converts), and with an optimizer its state too, so a
+    lost worker resumes where it stopped. `latest` moves only once the folder is complete."""
+    import torch
+
     d = out / f"step-{step:04d}"
     d.mkdir(parents=True, exist_ok=True)
     policy.model.save_pretrained(str(d), safe_serialization=True)
     policy.tokenizer.save_pretrained(str(d))
+    if optimizer is not None:
+        torch.save({"step": step, "optimizer": optimizer.state_dict()}, d / TRAINER_STATE)
     (d / "tbrl-checkpoint.json").write_text(json.dumps({"schema": "tbrl.checkpoint/1", "step": step, "base_gguf": str(policy.path), "config": asdict(cfg), **extra}, indent=2, default=str), encoding="utf-8")
-    (out / "latest").write_text(d.name + "\n", encoding="utf-8")
+    tmp = out / "latest.tmp"
+    tmp.write_text(d.name + "\n", encoding="utf-8")
+    tmp.replace(out / "latest")
     return d
 
 
-def train_tiny(cfg: TinyConfig, task_dirs: list[str], tbrl_cmd: list[str], metrics: MetricsWriter, out_dir: Path, log: Callable[[str], None] = print, policy: Optional[Policy] = None) -> Path:
+def latest_checkpoint(out: Path) -> Optional[Path]:
+    """The last complete checkpoint under out (the one `latest` names), or None."""
+    marker = Path(out) / "latest"
+    if not marker.is_file():
+        return None
+    d = Path(out) / marker.read_text(encoding="utf-8").strip()
+    return d if (d / "tbrl-checkpoint.json").is_file() else None
+
+
+def load_resume(checkpoint: Path, base: Path) -> tuple[Policy, int, Optional[dict]]:
+    """The policy, step and optimizer state of a checkpoint written by save_checkpoint."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    meta_path = Path(checkpoint) / "tbrl-checkpoint.json"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        model = AutoModelForCausalLM.from_pretrained(str(checkpoint), dtype=torch.float32)
+        tok = AutoTokenizer.from_pretrained(str(checkpoint))
+    except Exception as err:
+        raise TrainingError(f"cannot resume from {checkpoint} ({type(err).__name__}: {err}). Fix: delete that folder (and its `latest` marker) to start over, or resubmit") from err
+    use_turn_end_as_eos(tok)
+    model.train()
+    state_path = Path(checkpoint) / TRAINER_STATE
+    state = torch.load(state_path, weights_only=False) if state_path.is_file() else None
+    return Policy(model, tok, Path(meta.get("base_gguf") or base)), int(meta["step"]), (state or {}).get("optimizer")
+
+
+def train_tiny(cfg: TinyConfig, task_dirs: list[str], tbrl_cmd: list[str], metrics: MetricsWriter, out_dir: Path, log: Callable[[str], None] = print, policy: Optional[Policy] = None, resume: Optional[Path] = None) -> Path:
+    """Trains cfg.steps steps (from a checkpoint's step with ``resume``) and returns the last checkpoint."""
     import torch
 
     if not task_dirs:
         raise TrainConfigError("cpu-tiny has no tasks to train on. Fix: pass --tasks DIR..., or leave them out to use the built-in echo-word family")
-    rng = random.Random(cfg.seed)
     torch.manual_seed(cfg.seed)
+    start = 0
+    opt_state = None
+    if resume is not None:
+        policy, start, opt_state = load_resume(resume, Path(cfg.model) if cfg.model else default_model_path())
+        log(f"resuming from checkpoint {resume} at step {start}{'' if opt_state else ' (no optimizer state in it: AdamW starts fresh)'}")
+        metrics.event("resume", step=start, path=str(resume))
     if policy is None:
         t0 = time.time()
         policy = load_policy(Path(cfg.model) if cfg.model else default_model_path(), cfg.seed)
@@ -203,11 +251,16 @@ def train_tiny(cfg: TinyConfig, task_dirs: list[str], tbrl_cmd: list[str], metri
     trainable = train_top_layers(policy.model, cfg.train_layers)
     log(f"{trainable / 1e6:.1f} M trainable parameters ({'full fine-tuning' if not cfg.train_layers else f'last {cfg.train_layers} layers'})")
     optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=cfg.lr, weight_decay=0.0)
+    if opt_state is not None:
+        optimizer.load_state_dict(opt_state)
     system = COMPACT_SYSTEM_PROMPT if cfg.compact_prompt else None
+    resumed = {"resumed_from": str(resume)} if resume is not None else {}
     last = None
     with EnvServerClient(tbrl_cmd, timeout=600) as client:
         client.initialize()
-        for step in range(cfg.steps):
+        for step in range(start, cfg.steps):
+            # Seeded per step, not from one stream: a resumed run samples what the lost one would have.
+            rng = random.Random(f"{cfg.seed}:{step}")
             batch_tasks = [task_dirs[(step * cfg.tasks_per_step + k) % len(task_dirs)] for k in range(cfg.tasks_per_step)]
             episodes: list[Episode] = []
             groups: list[int] = []
@@ -244,9 +297,9 @@ def train_tiny(cfg: TinyConfig, task_dirs: list[str], tbrl_cmd: list[str], metri
             if res.skipped:
                 log(f"step {step}: no update ({res.skipped})")
             if cfg.save_every and (step + 1) % cfg.save_every == 0 and step + 1 < cfg.steps:
-                last = save_checkpoint(policy, out_dir, step + 1, cfg, {})
+                last = save_checkpoint(policy, out_dir, step + 1, cfg, resumed, optimizer)
                 metrics.event("checkpoint", step=step + 1, path=str(last))
-    last = save_checkpoint(policy, out_dir, cfg.steps, cfg, {})
+    last = save_checkpoint(policy, out_dir, cfg.steps, cfg, resumed, optimizer if cfg.save_every else None)
     metrics.event("checkpoint", step=cfg.steps, path=str(last), final=True)
     log(f"checkpoint {last}")
     return last

@@ -158,9 +158,13 @@ def training_python_missing() -> Optional[str]:
 
 
 def checkpoint_root(root: Path) -> Path:
-    """TBRL_CHECKPOINT_DIR on the node, else ~/.cache/tbrl/checkpoints/<Ray's package dir name>."""
+    """TBRL_CHECKPOINT_DIR on the node, else ~/.cache/tbrl/checkpoints; then the Ray job's submission id
+    (two jobs of one bundle, e.g. `--tag` re-runs, must not resume from each other's checkpoints), or
+    outside a Ray job the package dir's name."""
+    from .supervise import submission_id
+
     base = os.environ.get("TBRL_CHECKPOINT_DIR") or str(Path.home() / ".cache" / "tbrl" / "checkpoints")
-    return Path(base) / root.name
+    return Path(base) / (submission_id() or root.name)
 
 
 def train_cpu(root: Path, preset_name: str, preset: dict, algorithm: str, extra: list[str], metrics: MetricsWriter) -> int:
@@ -182,6 +186,7 @@ def train_cpu(root: Path, preset_name: str, preset: dict, algorithm: str, extra:
         )
     from .cpu_train import train_tiny
     from .policy import check_model_path, default_model_path
+    from .supervise import in_ray_job, train_on_ray
     from .tiny_tasks import write_family
 
     check_model_path(Path(cfg.model) if cfg.model else default_model_path())
@@ -200,7 +205,11 @@ def train_cpu(root: Path, preset_name: str, preset: dict, algorithm: str, extra:
     out = checkpoint_root(root)
     log(f"cpu-tiny {algorithm}: {cfg.steps} step(s) x {cfg.tasks_per_step} task(s) x {cfg.group_size} rollouts, lr {cfg.lr}, checkpoints in {out}")
     metrics.event("train-launch", preset=preset_name, algorithm=algorithm, engine="cpu", checkpoints=str(out))
-    train_tiny(cfg, tasks, cmd, metrics, out, log)
+    if in_ray_job():
+        # In a Ray actor the driver supervises: a lost worker resumes from the last checkpoint.
+        train_on_ray(cfg, tasks, cmd, out, metrics, metrics.path or root / "metrics" / "metrics.jsonl", log)
+    else:
+        train_tiny(cfg, tasks, cmd, metrics, out, log)
     return 0
 
 

@@ -57,10 +57,21 @@ def load_policy(path: Path, seed: int = 0) -> Policy:
         model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
     except Exception as err:
         raise PolicyError(f"transformers could not load {path} ({type(err).__name__}: {err}). Fix: check that it is a llama-architecture GGUF and that `gguf` is installed in the training Python") from err
-    if tok.pad_token_id is None:
-        tok.pad_token = tok.eos_token
+    use_turn_end_as_eos(tok)
     model.train()
     return Policy(model, tok, path)
+
+
+def use_turn_end_as_eos(tok) -> None:
+    """Sampling stops at the chat template's end of turn. transformers reads SmolLM2's GGUF with eos =
+    <|im_start|>, so a sampled turn ran on past <|im_end|> into the next header; with <|im_end|> as
+    eos a turn ends where the template ends it and the observation follows as the template renders it."""
+    end = "<|im_end|>"
+    template = getattr(tok, "chat_template", None) or ""
+    if end in template and tok.convert_tokens_to_ids(end) not in (None, tok.unk_token_id) and tok.eos_token != end:
+        tok.eos_token = end
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
 
 
 def train_top_layers(model, n: int) -> int:

@@ -23,11 +23,17 @@ def test_preset_defaults_and_overrides():
     ("tbrl.group_size=1", "group_size=2 or more"),
     ("tbrl.top_p=1.5", "top_p in (0, 1]"),
     ("tbrl.steps", "has no value"),
+    ("tbrl.max_restarts=-1", "tbrl.max_restarts=<integer>"),
 ])
 def test_bad_settings_name_cause_and_fix(override, needle):
     with pytest.raises(TrainConfigError) as err:
         tiny_config(PRESET, [override], "grpo")
     assert needle in str(err.value) and "Fix" in str(err.value)
+
+
+def test_max_restarts_zero_is_allowed_and_defaults_to_one():
+    assert tiny_config(PRESET, [], "grpo").max_restarts == 1
+    assert tiny_config(PRESET, ["tbrl.max_restarts=0"], "grpo").max_restarts == 0
 
 
 def test_a_missing_or_wrong_model_names_the_fix(tmp_path):

@@ -2,6 +2,10 @@
 file) and computes the same logits as the trained weights, not the base model's."""
 
 import copy
+import json
+import os
+import subprocess
+import urllib.request
 
 import pytest
 
@@ -33,6 +37,37 @@ def test_checkpoint_to_gguf_round_trip(tiny_policy, tmp_path):
     assert (got - want).abs().max() < 1e-3
     assert (base - want).abs().max() > 1e-2  # the change is real, and the GGUF carries it
     assert back.tokenizer.encode("hello world") == tiny_policy.tokenizer.encode("hello world")
+
+
+def test_the_exported_gguf_loads_and_generates_under_tbrl_serve(tiny_policy, tmp_path):
+    """`tbrl train fetch`'s output is what the editor serves: `tbrl serve` (node-llama-cpp) loads the
+    F16 GGUF the export writes and answers a chat completion with it."""
+    from conftest import REPO
+
+    trained = Policy(copy.deepcopy(tiny_policy.model), tiny_policy.tokenizer, tiny_policy.path)
+    with torch.no_grad():
+        layer = trained.model.model.layers[5]
+        layer.mlp.down_proj.weight.add_(torch.randn_like(layer.mlp.down_proj.weight) * 0.01)
+    out = export(save_checkpoint(trained, tmp_path / "ckpt", 1, TinyConfig(), {}), tmp_path / "trained.gguf", dtype="f16")
+    base = os.environ.get("TBRL_RAY_PORT_BASE")
+    port = int(base) + 61 if base else 0  # this session's port range when it has one, else any free port
+    cmd = [str(REPO / "node_modules" / ".bin" / "tsx"), str(REPO / "src" / "cli" / "main.ts"), "serve", "--model-path", str(out), "--port", str(port), "--context-size", "512"]
+    serve = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        line = serve.stdout.readline()
+        assert line, f"tbrl serve exited ({serve.wait(timeout=30)}) without listening: {serve.stderr.read()[-2000:]}"
+        first = json.loads(line)
+        assert first["event"] == "listening" and first["model"], first
+        body = json.dumps({"model": first["model"], "messages": [{"role": "user", "content": "Write the word apple into /app/answer.txt"}], "max_tokens": 16, "temperature": 0, "seed": 1}).encode()
+        req = urllib.request.Request(first["baseUrl"] + "/chat/completions", data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=300) as r:
+            answer = json.loads(r.read())
+        choice = answer["choices"][0]
+        assert choice["message"]["content"].strip(), answer
+        assert answer["usage"]["completion_tokens"] > 0
+    finally:
+        serve.terminate()
+        serve.wait(timeout=60)
 
 
 def test_export_refuses_a_folder_without_weights(tmp_path):

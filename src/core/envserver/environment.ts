@@ -16,6 +16,7 @@ import { TRAJECTORY_SCHEMA } from '../trajectory/schema';
 import type { RewardRecord, StepRecord, TrajectoryFooter, TrajectoryHeader } from '../trajectory/schema';
 import type { VerifierTrace } from '../trace/types';
 import { computeReward } from '../reward/index';
+import { createProgressRecorder } from '../synth/progress';
 import { computeDepgpo } from '../depgpo/compute';
 import { depgpoInput } from '../depgpo/trajectory';
 import { stepAdvantages } from '../depgpo/factors';
@@ -171,7 +172,7 @@ export class EpisodeEnvironment {
       answer.info.endReason = end.endReason;
       if (end.endMessage !== undefined) answer.info.endMessage = end.endMessage;
       if (!this.skipReward) {
-        const r = await computeReward({ task: this.task, sandbox: this.sandbox, trajectoryLines: [this.header, ...this.steps] });
+        const r = await this.score();
         this.finished.reward = r.reward;
         this.finished.verifierTrace = r.verifierTrace;
         answer.reward = r.reward.total;
@@ -192,13 +193,24 @@ export class EpisodeEnvironment {
       const endReason = allowed.includes(params.endReason as TrajectoryFooter['endReason']) ? (params.endReason as TrajectoryFooter['endReason']) : 'max-steps';
       this.finished = { endReason, endMessage: 'Ended by the trainer (evaluate).' };
       if (!this.skipReward) {
-        const r = await computeReward({ task: this.task, sandbox: this.sandbox, trajectoryLines: [this.header, ...this.steps] });
+        const r = await this.score();
         this.finished.reward = r.reward;
         this.finished.verifierTrace = r.verifierTrace;
       }
     }
     const rewardRecord = this.finished.reward;
     return { reward: rewardRecord?.total ?? 0, done: true, info: { endReason: this.finished.endReason, ...(rewardRecord ? { rewardRecord } : {}) } };
+  }
+
+  /**
+   * The episode's reward as `tbrl run` computes it: weighted tests (and judge), and for Tev tasks
+   * (a progress contract) PPRS, R = 1[pass] + λ·Φ(s_T), with Φ graded before the tests run.
+   */
+  private async score(): Promise<{ reward: RewardRecord; verifierTrace?: VerifierTrace }> {
+    const progress = createProgressRecorder(this.sandbox!, this.task!, { onError: (m) => this.log(m) });
+    await progress.finalPhi();
+    const r = await computeReward({ task: this.task!, sandbox: this.sandbox!, trajectoryLines: [this.header!, ...this.steps] });
+    return { reward: await progress.finish(r.reward), verifierTrace: r.verifierTrace };
   }
 
   /** DepGPO credit of the current (or just finished) episode: per-step scores, factors, Z, and Â_t when Â_i is given. */

@@ -25,6 +25,8 @@ export interface RunConfigInput {
   maxTokens?: number;
   /** LLM judge model on the same endpoint; with it the reward is 0.65 × tests + 0.35 × judge. */
   judgeModel?: string;
+  /** System prompt version (src/core/prompts/system-<version>.md), e.g. compact-v1: the prompt cpu-tiny trains with. */
+  promptVersion?: string;
 }
 
 export interface ResolvedRunConfig {
@@ -41,6 +43,8 @@ export interface ResolvedRunConfig {
   maxTimeSec?: number;
   maxTokens?: number;
   judge?: { baseUrl: string; model: string; apiKey?: string };
+  /** The system prompt version when not the default. */
+  promptVersion?: string;
   /** Which sources contributed (for the report). */
   sources: string[];
 }
@@ -63,7 +67,7 @@ export const LOCAL_DEFAULTS = { maxTokens: 160, contextTokens: 3_800, temperatur
 const FILE_KEYS: Record<string, 'string' | 'number'> = {
   baseUrl: 'string', model: 'string', apiKey: 'string', n: 'number', temperature: 'number', maxTokensPerTurn: 'number',
   contextTokens: 'number', policy: 'string', verifier: 'string', maxSteps: 'number', maxTimeSec: 'number', maxTokens: 'number',
-  judgeModel: 'string',
+  judgeModel: 'string', promptVersion: 'string',
 };
 
 export function readConfigFile(cwd: string): { path: string; values: RunConfigInput } | undefined {
@@ -95,6 +99,7 @@ export function resolveRunConfig(options: RunConfigInput, env: NodeJS.ProcessEnv
     apiKey: env.OPENAI_API_KEY || undefined,
     model: env.TBRL_MODEL || undefined,
     judgeModel: env.TBRL_JUDGE_MODEL || undefined,
+    promptVersion: env.TBRL_PROMPT_VERSION || undefined,
   };
   const layers: Array<[string, RunConfigInput]> = [['options', options], ['environment', fromEnv], [file?.path ?? '', file?.values ?? {}]];
   const sources: string[] = [];
@@ -126,7 +131,9 @@ export function resolveRunConfig(options: RunConfigInput, env: NodeJS.ProcessEnv
     throw new TbrlError('config-missing', `A judge model (${judgeModel}) is configured but no endpoint to reach it.`, `Pass --base-url, set OPENAI_BASE_URL, or put "baseUrl" in ${CONFIG_FILE}.`);
   }
   const judge = judgeModel && baseUrl ? { baseUrl, model: judgeModel, apiKey: pick('apiKey') } : undefined;
-  const common = { verifier: pick('verifier'), maxSteps, maxTimeSec, maxTokens, ...(judge ? { judge } : {}), sources };
+  const promptVersion = pick('promptVersion');
+  if (promptVersion !== undefined && !/^[A-Za-z0-9._-]+$/.test(promptVersion)) throw new TbrlError('config-invalid', `prompt version "${promptVersion}" is not a version name.`, 'Use the part of src/core/prompts/system-<version>.md between "system-" and ".md", e.g. v1 or compact-v1.');
+  const common = { verifier: pick('verifier'), maxSteps, maxTimeSec, maxTokens, ...(judge ? { judge } : {}), ...(promptVersion ? { promptVersion } : {}), sources };
 
   let policy: 'model' | 'oracle';
   let policyReason: string;

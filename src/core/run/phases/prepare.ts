@@ -96,7 +96,7 @@ export async function prepare(options: RunTaskOptions): Promise<RunContext> {
       throw err;
     }
   }
-  const loaded = loadSystemPrompt();
+  const loaded = loadSystemPrompt(config.promptVersion);
   // A fork goes on with the conversation the source run had, so it keeps that run's prompt.
   const prompt = fork?.source.header.systemPrompt ? { version: fork.source.header.versions.promptVersion ?? loaded.version, text: fork.source.header.systemPrompt } : loaded;
   const previousAttempt = options.previousAttempt ?? (fork ? (fork.source.header.config.previousAttempt as string | undefined) : undefined);
