@@ -46,3 +46,15 @@ test('every format scaffolds a task that its own detect and read recognise', asy
     assert.ok(made.files.every((f) => format.structure.has(f.split('/')[0]) || f === 'Dockerfile' || f === 'docker-compose.yaml'), `${format.id}: scaffolded files are the format's own (${made.files.join(', ')})`);
   }
 });
+
+test('every format lays out a saved workspace run: its Dockerfile in its environment directory, the solution and the changes kept', () => {
+  for (const format of TASK_FORMATS) {
+    const files = format.savedRun.files({ dockerfile: 'FROM x\n', tests: 'def test_a(): pass\n', weights: '{}\n', solution: '#!/bin/bash\ngit apply\n', changes: 'diff --git a/x b/x\n', changesFile: 'changes.patch', cd: "cd '/app'", pytest: 'python3 -m pytest' });
+    const dockerfile = [format.savedRun.environmentDir, 'Dockerfile'].filter(Boolean).join('/');
+    assert.equal(files[dockerfile], 'FROM x\n', `${format.id}: ${dockerfile}`);
+    assert.ok(Object.values(files).includes('diff --git a/x b/x\n'), `${format.id}: the run's changes are kept`);
+    assert.ok(Object.values(files).includes('#!/bin/bash\ngit apply\n'), `${format.id}: the solution replays them`);
+    assert.ok(Object.values(files).some((t) => t.includes("cd '/app'") && t.includes('python3 -m pytest')), `${format.id}: the test runner runs pytest in the workspace`);
+    for (const f of Object.keys(files)) assert.ok(format.structure.has(f.split('/')[0]) || f === 'Dockerfile' || f.startsWith('solution'), `${format.id}: ${f} belongs to the format`);
+  }
+});

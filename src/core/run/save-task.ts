@@ -1,8 +1,9 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { scaffoldTask } from '../tasks/scaffold';
-import { serializeTestWeights, WEIGHTS_FILE } from '../tasks/weights';
-import { weightedRewardTestSh, type WritableFormat } from '../tasks/write';
+import { serializeTestWeights } from '../tasks/weights';
+import { DEFAULT_TASK_FORMAT, requireTaskFormat } from '../tasks/formats';
+import type { WritableFormat } from '../tasks/write';
 import { collectContext } from '../sandbox/build-context';
 import { ansiCQuote as bashQuote } from '../sandbox/bash-quote';
 import { TbrlError } from '../errors';
@@ -92,14 +93,15 @@ function solutionScript(record: WorkspaceRunRecord, changes: string, before: Map
  * A task directory from a workspace run: its instruction, the devcontainer's image with the
  * workspace copied in, a weighted pytest scaffold and the run's final state as the reference solution.
  */
-export async function saveWorkspaceRunAsTask(runDir: string, outDir: string, format: WritableFormat = 'terminal-bench'): Promise<SaveTaskResult> {
+export async function saveWorkspaceRunAsTask(runDir: string, outDir: string, format: WritableFormat = DEFAULT_TASK_FORMAT): Promise<SaveTaskResult> {
   const { record, changes } = readWorkspaceRun(resolve(runDir));
   if (!changes.trim()) throw new TbrlError('RUN_HAS_NO_CHANGES', `The run in ${runDir} changed nothing in the workspace (its ${CHANGES_FILE} is empty), so there is no reference solution.`, 'Save a run whose agent changed files.');
   if (!existsSync(record.workspaceFolder)) throw new TbrlError('WORKSPACE_MISSING', `The run's workspace ${record.workspaceFolder} no longer exists; the task's starting state is copied from it.`, 'Restore the folder, or re-run the agent on the project where it is now.');
   const warnings: string[] = [];
   const out = resolve(outDir);
   const scaffold = await scaffoldTask(out, { format, instruction: record.instruction });
-  const envDir = format === 'terminal-bench' ? out : join(out, 'environment');
+  const adapter = requireTaskFormat(format);
+  const envDir = join(out, adapter.savedRun.environmentDir);
   const before = snapshotWorkspace(record.workspaceFolder, join(envDir, WORKSPACE_DIR), record.runOutput ?? []);
   let solution: string;
   try {
@@ -112,23 +114,10 @@ export async function saveWorkspaceRunAsTask(runDir: string, outDir: string, for
   }
   const tests = testFile(record);
   const cd = `cd ${bashQuote(record.containerPath)}`;
-  const files: Record<string, string> = format === 'terminal-bench'
-    ? {
-      Dockerfile: dockerfile(record, warnings),
-      'run-tests.sh': `#!/bin/bash\nexport TEST_DIR="\${TEST_DIR:-/tests}"\n${cd}\n${PYTEST}\n`,
-      'tests/test_outputs.py': tests.py,
-      [WEIGHTS_FILE]: serializeTestWeights(tests.weights),
-      'solution.sh': solution,
-    }
-    : {
-      'environment/Dockerfile': dockerfile(record, warnings),
-      'tests/test.sh': weightedRewardTestSh(`(${cd} && ${PYTEST})`, 'Runs the pytest file and writes the weighted score of test_weights.json to /logs/verifier/reward.txt.'),
-      'tests/test_outputs.py': tests.py,
-      [`tests/${WEIGHTS_FILE}`]: serializeTestWeights(tests.weights),
-      'solution/solve.sh': solution,
-      [`solution/${CHANGES_FILE}`]: changes,
-    };
-  if (format === 'terminal-bench') files[`solution-${CHANGES_FILE}`] = changes;
+  const files = adapter.savedRun.files({
+    dockerfile: dockerfile(record, warnings), tests: tests.py, weights: serializeTestWeights(tests.weights),
+    solution, changes, changesFile: CHANGES_FILE, cd, pytest: PYTEST,
+  });
   for (const [path, content] of Object.entries(files)) {
     const target = join(out, path);
     mkdirSync(dirname(target), { recursive: true });

@@ -4,6 +4,7 @@ import type { ImageSource, Sandbox, SandboxProvider, SandboxSpec, SidecarSpec, S
 import { ansiCQuote } from '../sandbox/bash-quote';
 import { tarOf } from '../reward/archive';
 import type { Task } from '../tasks/model';
+import { taskFormat } from '../tasks/formats';
 import { assertHarborRuntimeSupported, resolveEnvTemplates, type HarborHealthcheck, type HarborSidecar } from '../tasks/harbor-runtime';
 
 /**
@@ -131,9 +132,10 @@ export function sidecarSpecs(services: HarborSidecar[], hostEnv: NodeJS.ProcessE
  * oracle only: agent runs never get it. Returns the variables of [solution].env to export as well.
  */
 export async function installSolution(task: Task, sandbox: Sandbox, hostEnv: NodeJS.ProcessEnv = process.env): Promise<void> {
-  if (task.format !== 'harbor' || task.solution?.kind !== 'script') return;
-  await sandbox.execArgv(['/bin/sh', '-c', 'rm -rf /solution && mkdir -p /solution && chmod 755 /solution'], { timeoutMs: 30_000, user: '0' });
-  await sandbox.putArchive(await tarOf(dirname(task.solution.path), []), '/solution');
+  const target = taskFormat(task.format)?.oracleSolutionDir;
+  if (!target || task.solution?.kind !== 'script') return;
+  await sandbox.execArgv(['/bin/sh', '-c', `rm -rf ${target} && mkdir -p ${target} && chmod 755 ${target}`], { timeoutMs: 30_000, user: '0' });
+  await sandbox.putArchive(await tarOf(dirname(task.solution.path), []), target);
   const env = task.harbor ? resolveEnvTemplates(task.harbor.solution.env, hostEnv, '[solution].env') : {};
   if (Object.keys(env).length > 0) await exportInShell(sandbox, env);
 }

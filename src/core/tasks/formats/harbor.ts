@@ -393,6 +393,18 @@ export const HARBOR: TaskFormatAdapter<typeof HARBOR_ID> = {
   detect: isHarborDir,
   read: readHarbor,
   write: writeHarbor,
+  oracleSolutionDir: '/solution',
+  savedRun: {
+    environmentDir: 'environment',
+    files: (p) => ({
+      'environment/Dockerfile': p.dockerfile,
+      'tests/test.sh': weightedRewardTestSh(`(${p.cd} && ${p.pytest})`, 'Runs the pytest file and writes the weighted score of test_weights.json to /logs/verifier/reward.txt.'),
+      'tests/test_outputs.py': p.tests,
+      [`tests/${WEIGHTS_FILE}`]: p.weights,
+      'solution/solve.sh': p.solution,
+      [`solution/${p.changesFile}`]: p.changes,
+    }),
+  },
   scaffold: {
     metadata: {},
     files: (task, parts) => ({

@@ -332,6 +332,17 @@ export const TERMINAL_BENCH: TaskFormatAdapter<typeof TERMINAL_BENCH_ID> = {
   detect: isTerminalBenchDir,
   read: readTerminalBench,
   write: writeTerminalBench,
+  savedRun: {
+    environmentDir: '',
+    files: (p) => ({
+      Dockerfile: p.dockerfile,
+      'run-tests.sh': `#!/bin/bash\nexport TEST_DIR="\${TEST_DIR:-/tests}"\n${p.cd}\n${p.pytest}\n`,
+      'tests/test_outputs.py': p.tests,
+      [WEIGHTS_FILE]: p.weights,
+      'solution.sh': p.solution,
+      [`solution-${p.changesFile}`]: p.changes,
+    }),
+  },
   scaffold: {
     metadata: { parser_name: 'pytest', run_tests_in_same_shell: false },
     files: (task, parts) => ({

@@ -20,6 +20,25 @@ export interface ScaffoldParts {
   pytest: string;
 }
 
+/** What a saved workspace run holds, laid out by each format its own way. */
+export interface SavedRunParts {
+  dockerfile: string;
+  /** tests/test_outputs.py */
+  tests: string;
+  /** test_weights.json text */
+  weights: string;
+  /** The reference solution script (replays the run's changes). */
+  solution: string;
+  /** The run's changes as a patch, kept beside the solution. */
+  changes: string;
+  /** Its file name, e.g. changes.patch. */
+  changesFile: string;
+  /** `cd <workspace path in the container>`, for the test runner. */
+  cd: string;
+  /** The pytest command line that prints the -rA summary. */
+  pytest: string;
+}
+
 /**
  * One on-disk task format: how to recognise, read and write a task directory in it. load.ts,
  * write.ts, confine.ts, static-checks.ts, scaffold.ts and the front ends look formats up here;
@@ -65,6 +84,17 @@ export interface TaskFormatAdapter<Id extends string = string> {
   read(dir: string): Promise<Task>;
   /** Write `task` (of any format) into the empty directory `dir`, pushing what it cannot carry to `warnings`. */
   write(task: Task, dir: string, warnings: string[]): Promise<void>;
+  /**
+   * Where the oracle finds the task's solution directory in the container (Harbor's oracle uploads
+   * solution/ to /solution); undefined: the format's solution is a script run as is.
+   */
+  readonly oracleSolutionDir?: string;
+  /** `tbrl save-task`: a workspace run saved as a task in this format (save-task.ts fills the parts). */
+  readonly savedRun: {
+    /** Directory (relative to the task) that holds the image's build context. */
+    environmentDir: string;
+    files(parts: SavedRunParts): Record<string, string>;
+  };
   /** `tbrl new-task`: the task.yaml/task.toml metadata default and the files of a new task. */
   readonly scaffold: {
     metadata: Record<string, unknown>;
