@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseTurn } from '../../src/core/actions/parser';
 import { runAgentLoop } from '../../src/core/agent/loop';
+import { parseAgentTurn } from '../../src/core/agent/turn';
 import { createModelPolicy } from '../../src/core/agent/model-policy';
 import type { Policy, PolicyTurn } from '../../src/core/agent/policy';
 import { MidHarnessVerifier, DEMOTED_SCORE } from '../../src/core/verifier/verifier';
@@ -34,7 +35,10 @@ test('the loop executes the policy\'s parse of the chosen candidate, and parses 
   assert.equal(withParse.endMessage, 'done via the parse');
   assert.equal(withParse.steps[0].chosenText, prose, 'the record keeps the sampled text');
   const without = await runAgentLoop({ policy: oneTurn({ candidates: [{ text: prose, parses: false }], chosen: 0, usage }), sandbox, task, systemPrompt: 's', limits: { maxSteps: 1 }, trace: false });
-  assert.equal(without.endReason, 'no-action');
+  // Parsed from its text here, the prose has no action: an error observation, and the run goes on.
+  assert.equal(without.endReason, 'max-steps');
+  assert.equal(without.steps[0].parseErrors.length, 1);
+  assert.match(without.steps[0].parseErrors[0], /no action/);
   // The debugger picking another candidate runs that candidate's parse too.
   const picked = await runAgentLoop({
     policy: oneTurn({ candidates: [{ text: bash('ls'), parses: true }, { text: prose, parses: true }], parsed: [parseTurn(bash('ls')), parseTurn(finish)], chosen: 0, usage }),
@@ -72,7 +76,7 @@ test('the model policy parses each candidate once and hands the parses to the ve
     gen.respond = () => texts;
     const policy = createModelPolicy({ baseUrl: gen.baseUrl, model: 'gen' }, { n: 3, verifier: { mode: 'decision-only', endpoint: { baseUrl: ver.baseUrl, model: 'judge' } } });
     const turn = await policy.next({ task, messages: history, step: 0 });
-    assert.deepEqual(turn.parsed, texts.map((t) => parseTurn(t)));
+    assert.deepEqual(turn.parsed, texts.map((t) => parseAgentTurn(t)), 'parsed as the loop would: a turn without actions carries the no-action error');
     assert.deepEqual(turn.candidates.map((c) => c.parses), [false, true, true]);
     assert.equal(turn.chosen, 2, 'B among the two viable candidates');
     assert.equal(turn.decision?.scores[0], DEMOTED_SCORE);
