@@ -156,10 +156,11 @@ async function installTests(task: Task, sandbox: Sandbox, testDir: string, layer
  * shadow) makes `unset` and `exec` the special builtins; `exec -c` then drops the environment.
  * A shell that refuses posix mode fails the run (a `:?` expansion, again no command lookup).
  */
-function runCommand(script: string, testDir: string, env: Record<string, string> = {}): string {
+function runCommand(script: string, testDir: string, env: Record<string, string> = {}, start?: ContainerStart): string {
   const clean = [
-    `while IFS= read -r -d '' kv; do export "$kv" 2>/dev/null; done < /proc/1/environ`,
-    'cd "$(readlink /proc/1/cwd 2>/dev/null || echo /)" 2>/dev/null || cd /',
+    ...(start
+      ? [...start.env.map(([k, v]) => `export ${k}=${shq(v)}`), `cd ${shq(start.cwd)} 2>/dev/null || cd /`]
+      : [`while IFS= read -r -d '' kv; do export "$kv" 2>/dev/null; done < /proc/1/environ`, 'cd "$(readlink /proc/1/cwd 2>/dev/null || echo /)" 2>/dev/null || cd /']),
     `export TEST_DIR=${shq(testDir)}`,
     ...Object.entries(env).map(([k, v]) => `export ${k}=${shq(v)}`),
     `exec bash ${shq(script)}`,
@@ -170,6 +171,27 @@ function runCommand(script: string, testDir: string, env: Record<string, string>
     'unset -f exec',
     `exec -c /bin/bash --noprofile --norc -c ${shq(clean)} ) 2>&1`,
   ].join('\n');
+}
+
+/** PID 1's environment and working directory: the image's ENV and WORKDIR. */
+interface ContainerStart { env: Array<[string, string]>; cwd: string }
+
+/**
+ * Read by an exec of its own, outside the persistent shell: the shell's commands run with one
+ * capability less than the container's processes (sandbox/shell.ts), so the kernel refuses them
+ * PID 1's /proc entries. Undefined when that exec fails; the test run then reads /proc/1 itself.
+ */
+async function containerStart(sandbox: RunTestsOptions['sandbox']): Promise<ContainerStart | undefined> {
+  try {
+    const r = await sandbox.execArgv(['/bin/sh', '-c', 'cat /proc/1/environ && printf "\\000" && readlink /proc/1/cwd'], { timeoutMs: 30_000, user: '0' });
+    if (r.exitCode !== 0 || r.droppedBytes > 0) return undefined;
+    const parts = r.output.split('\0');
+    const cwd = (parts.pop() ?? '').trim();
+    const env = parts.filter((kv) => kv.includes('=')).map((kv): [string, string] => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]).filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k));
+    return cwd.startsWith('/') ? { env, cwd } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export async function runTests(options: RunTestsOptions): Promise<TestRunResult> {
@@ -184,7 +206,7 @@ export async function runTests(options: RunTestsOptions): Promise<TestRunResult>
   const timeoutMs = options.timeoutMs ?? Math.round((task.testTimeoutSec > 0 ? task.testTimeoutSec : 180) * 1000);
   let exec: ExecResult;
   try {
-    const command = runCommand(installed.script, testDir, options.env);
+    const command = runCommand(installed.script, testDir, options.env, await containerStart(sandbox));
     exec = options.user !== undefined
       ? await sandbox.execArgv(['/bin/bash', '--noprofile', '--norc', '-c', command], { timeoutMs, maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT, user: options.user })
       : await sandbox.exec(command, { timeoutMs, trace: true, maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT });
