@@ -64,8 +64,8 @@ test('the debugger contribution: type tbrl, launch attributes match the adapter,
 test('.vscodeignore lets only bundles, prompts, media, image recipes and the trainer bridge into the .vsix', () => {
   const lines = readFileSync('.vscodeignore', 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
   assert.equal(lines[0], '**');
-  for (const l of lines.slice(1)) assert.match(l, /^!(dist\/(extension(-cli)?\.js|webview\/\*\.js|prompts\/\*\*|proto\/\*\*)|media\/\*\*|sandbox\/images(\.json|\/\*\*)|trainer-bridge\/(pyproject\.toml|tbrl_bridge\/(\*\.py|presets\.json))|package\.json|README\.md|LICENSE)$/);
-  for (const shipped of ['!trainer-bridge/tbrl_bridge/*.py', '!trainer-bridge/tbrl_bridge/presets.json']) assert.ok(lines.includes(shipped), `${shipped}: the editor bundles the bridge`);
+  for (const l of lines.slice(1)) assert.match(l, /^!(dist\/(extension(-cli)?\.js|webview\/\*\.js|prompts\/\*\*|proto\/\*\*)|media\/\*\*|sandbox\/images(\.json|\/\*\*)|trainer-bridge\/(pyproject\.toml|tbrl_bridge\/(\*\.py|presets\.json|algorithms\.json|estimators\/\*\.py))|package\.json|README\.md|LICENSE)$/);
+  for (const shipped of ['!trainer-bridge/tbrl_bridge/*.py', '!trainer-bridge/tbrl_bridge/presets.json', '!trainer-bridge/tbrl_bridge/algorithms.json', '!trainer-bridge/tbrl_bridge/estimators/*.py']) assert.ok(lines.includes(shipped), `${shipped}: the editor bundles the bridge`);
 });
 
 test('the training and synthesis commands are contributed, registered in COMMANDS and reachable from the views', () => {
