@@ -41,9 +41,19 @@ export class FileDialog {
     await widget.waitFor({ state: 'visible', timeout: 20_000 });
     const input = widget.locator('input').first();
     if (path !== undefined) {
-      await input.fill(path);
-      // The dialog re-lists the folder as the value changes; OK takes the value once it has settled.
-      await this.page.waitForFunction(([sel, want]) => (document.querySelector(sel) as HTMLInputElement | null)?.value === want, ['.quick-input-widget input', path] as const, { timeout: 5_000 });
+      // The dialog re-lists the folder as the value changes and, while it does, may write its own
+      // value over ours (a completion, the folder it opened in): fill again until ours has held
+      // for a moment, so OK takes exactly `path`.
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        await input.fill(path);
+        await this.page.waitForTimeout(400);
+        if ((await input.inputValue()) === path) {
+          await this.page.waitForTimeout(400);
+          if ((await input.inputValue()) === path) break;
+        }
+        if (Date.now() > deadline) throw new Error(`the file dialog kept replacing ${path} (last value: ${await input.inputValue()})`);
+      }
     }
     await this.okButton(okLabel).click();
     await this.okButton(okLabel).waitFor({ state: 'hidden', timeout: 20_000 });
