@@ -1,7 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { TbrlError, errorMessage } from '../errors';
-import { packageRoot } from '../sandbox/package-root';
+import { TbrlError } from '../errors';
+import { bridgeFile, readBridgeJson } from './bridge-json';
 
 /**
  * Training presets live in trainer-bridge/tbrl_bridge/presets.json, read by the cluster-side entrypoint
@@ -26,20 +24,15 @@ export interface Preset {
 
 const cache = new Map<string, Record<string, Preset>>();
 
-export function presetsFile(bridgeDir = join(packageRoot(), 'trainer-bridge')): string {
-  return join(bridgeDir, 'tbrl_bridge', 'presets.json');
+export function presetsFile(bridgeDir?: string): string {
+  return bridgeFile('presets.json', bridgeDir);
 }
 
 export function loadPresets(bridgeDir?: string): Record<string, Preset> {
   const file = presetsFile(bridgeDir);
   const hit = cache.get(file);
   if (hit) return hit;
-  let presets: Record<string, Preset>;
-  try {
-    presets = JSON.parse(readFileSync(file, 'utf8')) as Record<string, Preset>;
-  } catch (err) {
-    throw new TbrlError('train-presets', `Cannot read the training presets ${file}: ${errorMessage(err)}`, 'Run from a TBRL Studio checkout or installation (it ships trainer-bridge/).');
-  }
+  const presets = readBridgeJson<Record<string, Preset>>(file, 'train-presets', 'the training presets');
   cache.set(file, presets);
   return presets;
 }

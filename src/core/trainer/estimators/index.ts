@@ -1,7 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { TbrlError, errorMessage } from '../../errors';
-import { packageRoot } from '../../sandbox/package-root';
+import { TbrlError } from '../../errors';
+import { bridgeFile, readBridgeJson } from '../bridge-json';
 import { DEPGPO } from './depgpo';
 import { GRPO } from './grpo';
 import type { AlgorithmSpec, EstimatorImpl } from './types';
@@ -22,8 +20,8 @@ export type Algorithm = (typeof IMPLEMENTATIONS)[number]['id'];
 
 const cache = new Map<string, Record<string, AlgorithmSpec>>();
 
-export function algorithmsFile(bridgeDir = join(packageRoot(), 'trainer-bridge')): string {
-  return join(bridgeDir, 'tbrl_bridge', 'algorithms.json');
+export function algorithmsFile(bridgeDir?: string): string {
+  return bridgeFile('algorithms.json', bridgeDir);
 }
 
 /** algorithms.json, checked against the implementations here (each entry needs one, and each one an entry). */
@@ -31,12 +29,7 @@ export function loadAlgorithms(bridgeDir?: string): Record<string, AlgorithmSpec
   const file = algorithmsFile(bridgeDir);
   const hit = cache.get(file);
   if (hit) return hit;
-  let specs: Record<string, AlgorithmSpec>;
-  try {
-    specs = JSON.parse(readFileSync(file, 'utf8')) as Record<string, AlgorithmSpec>;
-  } catch (err) {
-    throw new TbrlError('train-algorithms', `Cannot read the advantage estimators ${file}: ${errorMessage(err)}`, 'Run from a TBRL Studio checkout or installation (it ships trainer-bridge/).');
-  }
+  const specs = readBridgeJson<Record<string, AlgorithmSpec>>(file, 'train-algorithms', 'the advantage estimators');
   const names = Object.keys(specs);
   const missing = names.filter((n) => !IMPLEMENTATIONS.some((i) => i.id === n));
   const unlisted = IMPLEMENTATIONS.map((i) => i.id).filter((id) => !names.includes(id));
