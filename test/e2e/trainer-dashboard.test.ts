@@ -1,6 +1,5 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -8,17 +7,16 @@ import { CodeServer, ensureVsix, requireTools } from './code-server';
 import { openWorkbench } from './session';
 import { Workbench } from './pages/workbench';
 import { TrainerDashboardPage } from './pages/trainer-dashboard';
-import { RayJobsClient } from '../../src/core/trainer/jobs';
 import { submitTraining } from '../../src/core/trainer/submit';
 import { parseMetrics } from '../../src/core/trainer/metrics';
 import { REPO, loadVector, makeTask, scratch, writeGroup } from '../unit/trainer-fixtures';
-import { RAY_DASHBOARD_URL } from '../helpers/ray';
+import { RAY_DASHBOARD_URL, RayHeadForFile } from '../helpers/ray';
 
 // The training dashboard in a real VS Code (code-server) against a real local Ray head running the
 // dryrun preset: the job reaches SUCCEEDED on the page and its metrics are drawn as charts.
 const URL_ = RAY_DASHBOARD_URL;
-const client = new RayJobsClient({ url: URL_ });
-let startedRay = false;
+const head = new RayHeadForFile(URL_);
+const client = head.client;
 let submissionId = '';
 const submittedByEditor: string[] = [];
 let server: CodeServer;
@@ -27,16 +25,9 @@ let page: Page;
 let wb: Workbench;
 let workspace: string;
 
-function ray(cmd: 'start' | 'stop' | 'status'): number {
-  return spawnSync(join(REPO, 'scripts', 'ray.sh'), [cmd], { stdio: cmd === 'status' ? 'ignore' : 'inherit' }).status ?? 1;
-}
-
 before(async () => {
   requireTools();
-  if (ray('status') !== 0) {
-    startedRay = true;
-    assert.equal(ray('start'), 0, 'scripts/ray.sh start');
-  }
+  head.start();
   ensureVsix();
   workspace = scratch('tbrl-e2e-trainer-');
   // Named after the trajectories' task id, so Start Training pre-picks it from the picked runs.
@@ -61,13 +52,9 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await server?.stop();
-  for (const id of [submissionId, ...submittedByEditor].filter(Boolean)) {
-    await client.stop(id).catch(() => undefined);
-    await client.wait(id, { timeoutMs: 60_000 }).catch(() => undefined);
-    await client.delete(id).catch(() => undefined);
-  }
+  for (const id of [submissionId, ...submittedByEditor]) head.track(id);
+  await head.stop();
   if (workspace) rmSync(workspace, { recursive: true, force: true });
-  if (startedRay) ray('stop');
 });
 
 test('the dashboard of a dryrun job on a local Ray head shows SUCCEEDED, the log and a reward chart', async () => {

@@ -94,6 +94,12 @@ test('an episode over JSON-RPC: reset, bash step, parse error, finish with rewar
   assert.equal(bad.result?.info.parseErrors, 1);
   assert.equal(bad.result?.done, false);
 
+  // A turn with no action tag is a parse error the policy reads on its next turn, as in `tbrl run`.
+  const prose = await s.call('step', { action: 'I will now look at the file.', tokens: 8 });
+  assert.equal(prose.result?.done, false);
+  assert.equal(prose.result?.info.parseErrors, 1);
+  assert.match(prose.result?.observation, /contained no action/);
+
   const look = await s.call('step', { action: '<bash>\ncmd: cat /tmp/tbrl-dryrun-probe\n</bash>', tokens: 10 });
   assert.match(look.result?.observation, /tbrl-dryrun-probe/);
 
@@ -104,10 +110,11 @@ test('an episode over JSON-RPC: reset, bash step, parse error, finish with rewar
   assert.equal(fin.result?.info.rewardRecord.tests, 1);
 
   const credit = await s.call('credit', { groupAdvantage: 2 });
-  assert.equal(credit.result?.factors.length, 4);
-  assert.deepEqual(credit.result?.stepTokens, [30, 10, 10, 5]);
+  const tokens = [30, 10, 8, 10, 5];
+  assert.equal(credit.result?.factors.length, tokens.length);
+  assert.deepEqual(credit.result?.stepTokens, tokens);
   const adv = credit.result?.advantages as number[];
-  const mean = adv.reduce((a, x, i) => a + x * [30, 10, 10, 5][i], 0) / 55;
+  const mean = adv.reduce((a, x, i) => a + x * tokens[i], 0) / tokens.reduce((a, t) => a + t, 0);
   assert.ok(Math.abs(mean - 2) < 1e-12, 'token-weighted mean of Â_t is Â_i');
   if (!credit.result?.fallback) {
     // Traced: the writer of the file the verifier read is the step with the most credit.

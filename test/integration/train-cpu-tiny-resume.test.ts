@@ -5,43 +5,27 @@
 // WorkerLostError: trainer-bridge/tests/test_supervise.py.) Needs .venv/train, the model and Docker.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { RayJobsClient } from '../../src/core/trainer/jobs';
 import { submitTraining } from '../../src/core/trainer/submit';
 import { parseMetrics } from '../../src/core/trainer/metrics';
 import { lastCheckpoint } from '../../src/core/trainer/fetch';
 import { REPO, scratch } from '../unit/trainer-fixtures';
-import { RAY_DASHBOARD_URL } from '../helpers/ray';
+import { RAY_DASHBOARD_URL, RayHeadForFile } from '../helpers/ray';
 
-const client = new RayJobsClient({ url: RAY_DASHBOARD_URL });
+const head = new RayHeadForFile(RAY_DASHBOARD_URL);
+const client = head.client;
 const TRAIN_PYTHON = join(REPO, '.venv', 'train', 'bin', 'python');
 const TBRL_CLI = `${join(REPO, 'node_modules', '.bin', 'tsx')} ${join(REPO, 'src', 'cli', 'main.ts')}`;
 const root = scratch('tbrl-cpu-tiny-resume-');
-let submitted: string | undefined;
-let startedHere = false;
-
-function ray(cmd: 'start' | 'stop' | 'status'): number {
-  return spawnSync(join(REPO, 'scripts', 'ray.sh'), [cmd], { stdio: cmd === 'status' ? 'ignore' : 'inherit' }).status ?? 1;
-}
-
 before(() => {
   assert.ok(existsSync(TRAIN_PYTHON), `${TRAIN_PYTHON} is missing: bash scripts/setup.sh makes it`);
-  if (ray('status') !== 0) {
-    startedHere = true;
-    assert.equal(ray('start'), 0, 'scripts/ray.sh start');
-  }
+  head.start();
 });
 
 after(async () => {
-  if (submitted) {
-    await client.stop(submitted).catch(() => undefined);
-    await client.wait(submitted, { timeoutMs: 60_000 }).catch(() => undefined);
-    await client.delete(submitted).catch(() => undefined);
-  }
+  await head.stop();
   rmSync(root, { recursive: true, force: true });
-  if (startedHere) ray('stop');
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -52,7 +36,7 @@ test('a training worker killed mid-job is replaced and resumes from the last che
     overrides: ['tbrl.steps=3', 'tbrl.save_every=1', 'tbrl.group_size=2', 'tbrl.tasks_per_step=1', 'tbrl.max_turns=1', 'tbrl.max_new_tokens=8', 'tbrl.train_layers=2', 'tbrl.family_seeds=1', 'tbrl.max_restarts=1'],
     env: { TBRL_CLI, TBRL_CHECKPOINT_DIR: join(root, 'checkpoints') }, python: TRAIN_PYTHON, tag: `resume-${process.pid}-${Date.now()}`, localEnv: {},
   });
-  submitted = r.submissionId;
+  head.track(r.submissionId);
 
   // Wait for the step-1 checkpoint, then kill the worker that wrote it (not the driver).
   let killed: number | undefined;

@@ -4,46 +4,30 @@
 // (TBRL_RAY_DASHBOARD_PORT), started here when nothing is up.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { RayJobsClient } from '../../src/core/trainer/jobs';
 import { submitTraining } from '../../src/core/trainer/submit';
 import type { SubmitOptions } from '../../src/core/trainer/submit';
 import { parseMetrics } from '../../src/core/trainer/metrics';
 import { fetchCheckpoint, lastCheckpoint } from '../../src/core/trainer/fetch';
 import { REPO, scratch } from '../unit/trainer-fixtures';
-import { RAY_DASHBOARD_URL } from '../helpers/ray';
+import { RAY_DASHBOARD_URL, RayHeadForFile } from '../helpers/ray';
 
 const URL_ = RAY_DASHBOARD_URL;
-const client = new RayJobsClient({ url: URL_ });
+const head = new RayHeadForFile(URL_);
+const client = head.client;
 const TRAIN_PYTHON = join(REPO, '.venv', 'train', 'bin', 'python');
 const TBRL_CLI = `${join(REPO, 'node_modules', '.bin', 'tsx')} ${join(REPO, 'src', 'cli', 'main.ts')}`;
 const RUN = `${process.pid}-${Date.now()}`;
 const root = scratch('tbrl-cpu-tiny-');
-const submitted: string[] = [];
-let startedHere = false;
-
-function ray(cmd: 'start' | 'stop' | 'status'): number {
-  return spawnSync(join(REPO, 'scripts', 'ray.sh'), [cmd], { stdio: cmd === 'status' ? 'ignore' : 'inherit' }).status ?? 1;
-}
-
 before(() => {
   assert.ok(existsSync(TRAIN_PYTHON), `${TRAIN_PYTHON} is missing: bash scripts/setup.sh makes it`);
-  if (ray('status') !== 0) {
-    startedHere = true;
-    assert.equal(ray('start'), 0, 'scripts/ray.sh start');
-  }
+  head.start();
 });
 
 after(async () => {
-  for (const id of submitted) {
-    await client.stop(id).catch(() => undefined);
-    await client.wait(id, { timeoutMs: 60_000 }).catch(() => undefined);
-    await client.delete(id).catch(() => undefined);
-  }
+  await head.stop();
   rmSync(root, { recursive: true, force: true });
-  if (startedHere) ray('stop');
 });
 
 function options(overrides: string[]): SubmitOptions {
@@ -55,7 +39,7 @@ function options(overrides: string[]): SubmitOptions {
 
 test('a bad cpu-tiny setting fails at once with the cause and the fix', async () => {
   const r = await submitTraining(options(['tbrl.stpes=1']));
-  submitted.push(r.submissionId);
+  head.track(r.submissionId);
   const job = await client.wait(r.submissionId, { timeoutMs: 60_000 });
   assert.equal(job.status, 'FAILED');
   const log = await client.logs(r.submissionId);
@@ -65,7 +49,7 @@ test('a bad cpu-tiny setting fails at once with the cause and the fix', async ()
 
 test('cpu-tiny trains one step through the env-server, streams metrics, and its checkpoint comes back as GGUF', async () => {
   const r = await submitTraining(options(['tbrl.steps=1', 'tbrl.group_size=2', 'tbrl.tasks_per_step=1', 'tbrl.max_turns=1', 'tbrl.max_new_tokens=16', 'tbrl.family_seeds=1']));
-  submitted.push(r.submissionId);
+  head.track(r.submissionId);
   const job = await client.wait(r.submissionId, { timeoutMs: 1_200_000 }); // the model load alone takes minutes on a loaded machine
   const log = await client.logs(r.submissionId);
   assert.equal(job.status, 'SUCCEEDED', log.split('\n').slice(-30).join('\n'));

@@ -2,7 +2,7 @@
 // the whole run, and this file starts and stops its own when run alone).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createServer, request } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { connect } from 'node:net';
@@ -16,39 +16,25 @@ import type { SubmitOptions } from '../../src/core/trainer/submit';
 import { parseMetrics } from '../../src/core/trainer/metrics';
 import { TbrlError } from '../../src/core/errors';
 import { REPO, loadVector, makeTask, scratch, writeGroup } from '../unit/trainer-fixtures';
-import { RAY_DASHBOARD_PORT, RAY_DASHBOARD_URL } from '../helpers/ray';
+import { RAY_DASHBOARD_PORT, RAY_DASHBOARD_URL, RayHeadForFile } from '../helpers/ray';
 
 const PORT = RAY_DASHBOARD_PORT;
 const URL_ = RAY_DASHBOARD_URL;
-const client = new RayJobsClient({ url: URL_ });
+const head = new RayHeadForFile(URL_);
+const client = head.client;
 const root = scratch('tbrl-trainer-ray-');
 const task = makeTask(root);
 const runs = writeGroup(root, loadVector('02-indirect-credit'));
 // The node runs the env-server from this checkout; on a real cluster TBRL_CLI names an installed tbrl.
 const TBRL_CLI = `${join(REPO, 'node_modules', '.bin', 'tsx')} ${join(REPO, 'src', 'cli', 'main.ts')}`;
 const RUN = `${process.pid}-${Date.now()}`;
-const submitted: string[] = [];
-let startedHere = false;
+const submitted = head.submitted;
 
-function ray(cmd: 'start' | 'stop' | 'status'): number {
-  return spawnSync(join(REPO, 'scripts', 'ray.sh'), [cmd], { stdio: cmd === 'status' ? 'ignore' : 'inherit' }).status ?? 1;
-}
-
-before(() => {
-  if (ray('status') !== 0) {
-    startedHere = true;
-    assert.equal(ray('start'), 0, 'scripts/ray.sh start');
-  }
-});
+before(() => head.start());
 
 after(async () => {
-  for (const id of submitted) {
-    await client.stop(id).catch(() => undefined);
-    await client.wait(id, { timeoutMs: 60_000 }).catch(() => undefined);
-    await client.delete(id).catch(() => undefined);
-  }
+  await head.stop();
   rmSync(root, { recursive: true, force: true });
-  if (startedHere) ray('stop');
 });
 
 function options(more: Partial<SubmitOptions> = {}): SubmitOptions {

@@ -152,17 +152,15 @@ export class EpisodeEnvironment {
       scratchpad: [...this.state.scratchpad],
     };
     this.steps.push(record);
-    const noAction = executed.actions.length === 0 && executed.parseErrors.length === 0;
     this.errorTurns = executed.actions.some((a) => a.ok) ? 0 : this.errorTurns + 1;
 
     let end: { endReason: TrajectoryFooter['endReason']; endMessage?: string } | undefined;
     if (executed.endsEpisode) end = { endReason: 'finished', ...(executed.finishMessage !== undefined ? { endMessage: executed.finishMessage } : {}) };
-    else if (noAction) end = { endReason: 'no-action', endMessage: 'The turn contained no action.' };
     else if (this.errorTurns >= MAX_CONSECUTIVE_ERROR_TURNS) end = { endReason: 'repeated-errors', endMessage: `${MAX_CONSECUTIVE_ERROR_TURNS} consecutive turns produced only errors.` };
     else if (this.steps.length >= this.maxSteps) end = { endReason: 'max-steps', endMessage: `Reached the step limit (${this.maxSteps}).` };
 
     const answer: StepAnswer = {
-      observation: noAction ? '' : stepObservation(record),
+      observation: stepObservation(record),
       reward: 0,
       done: !!end,
       info: { step: index, actions: executed.actions.map((a) => ({ kind: a.kind, ok: a.ok, ...(a.exitCode !== undefined ? { exitCode: a.exitCode } : {}) })), parseErrors: executed.parseErrors.length },

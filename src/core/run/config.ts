@@ -18,7 +18,7 @@ export interface RunConfigInput {
   maxTokensPerTurn?: number;
   contextTokens?: number;
   policy?: 'model' | 'oracle';
-  /** Mid-Harness verifier mode (listwise | pointwise | pairwise | decision-only | none). */
+  /** Mid-Harness verifier mode: a name in the registry of src/core/verifier/modes/, or none. */
   verifier?: string;
   maxSteps?: number;
   maxTimeSec?: number;
