@@ -134,6 +134,26 @@ describe('verifier run in a real container', () => {
     await sandbox.exec('unset -f bash; unset PYTEST_ADDOPTS PYTHONPATH; export PATH=${PATH#/tmp/evil:}; cd /app');
   });
 
+  it("the image's ENV and WORKDIR are read once per sandbox, and later test runs still start there", async () => {
+    const reads: string[][] = [];
+    const counting = new Proxy(sandbox, {
+      get(target, key) {
+        if (key === 'execArgv') return (argv: string[], options: Parameters<Sandbox['execArgv']>[1]) => { reads.push(argv); return target.execArgv(argv, options); };
+        const value = Reflect.get(target, key);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const probe = variant('where', { 'run-tests.sh': '#!/bin/bash\necho "start=$(pwd) path=$PATH"\nexit 3\n' });
+    const first = await runTests({ task: probe, sandbox: counting });
+    await sandbox.exec('cd /tmp');
+    const second = await runTests({ task: probe, sandbox: counting });
+    assert.equal(reads.filter((argv) => argv.join(' ').includes('/proc/1/environ')).length, 1, 'one read of PID 1 for both runs');
+    for (const r of [first, second]) {
+      assert.match(r.log, /start=\/app path=\S*\/usr\/bin/, r.log);
+    }
+    await sandbox.exec('cd /app');
+  });
+
   it('weights that name no test are a task error, and the reward says it is not usable', async () => {
     const bad = { ...task, testWeights: { hello_file_exists: 0.5, hello_file_content: 0.5 } };
     const { reward } = await computeReward({ task: bad, sandbox, trajectoryLines: [] });

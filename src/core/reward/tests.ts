@@ -182,6 +182,18 @@ interface ContainerStart { env: Array<[string, string]>; cwd: string }
  * PID 1's /proc entries. Undefined when that exec fails; the test run then reads /proc/1 itself.
  */
 async function containerStart(sandbox: RunTestsOptions['sandbox']): Promise<ContainerStart | undefined> {
+  // PID 1's initial environment and WORKDIR are the image's and survive a revived container, so one
+  // read per sandbox serves every test run on it (a debugger session scores many times).
+  const known = containerStarts.get(sandbox);
+  if (known) return known;
+  const read = await readContainerStart(sandbox);
+  if (read) containerStarts.set(sandbox, read);
+  return read;
+}
+
+const containerStarts = new WeakMap<RunTestsOptions['sandbox'], ContainerStart>();
+
+async function readContainerStart(sandbox: RunTestsOptions['sandbox']): Promise<ContainerStart | undefined> {
   try {
     const r = await sandbox.execArgv(['/bin/sh', '-c', 'cat /proc/1/environ && printf "\\000" && readlink /proc/1/cwd'], { timeoutMs: 30_000, user: '0' });
     if (r.exitCode !== 0 || r.droppedBytes > 0) return undefined;
