@@ -1,7 +1,7 @@
 /**
  * Tev synthesis at corpus scale (issue #20).
  *
- *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7] [--per-domain 20] [--tier small]
+ *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7] [--per-domain 20] [--concurrency 2] [--tier small]
  *
  * 1. `--count` tasks across the seven domains (round robin, seeds 1..count) at the small tier:
  *    generation + the static gates (round trip, reversible faults, share-no-code, no-leak) per
@@ -29,10 +29,11 @@ import { loadTask } from '../src/core/tasks/load';
 import { runTests } from '../src/core/reward/tests';
 import type { ScaleTier } from '../src/core/synth/types';
 
-const { values } = parseArgs({ options: { count: { type: 'string' }, 'full-sample': { type: 'string' }, 'per-domain': { type: 'string' }, tier: { type: 'string' } } });
+const { values } = parseArgs({ options: { count: { type: 'string' }, 'full-sample': { type: 'string' }, 'per-domain': { type: 'string' }, concurrency: { type: 'string' }, tier: { type: 'string' } } });
 const COUNT = Number(values.count ?? 1000);
 const FULL = Number(values['full-sample'] ?? 7);
 const PER_DOMAIN = Number(values['per-domain'] ?? 20);
+const CONCURRENCY = Math.max(1, Number(values.concurrency ?? 2));
 const TIER = (values.tier ?? 'small') as ScaleTier;
 const domains = Object.keys(DOMAINS);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -89,49 +90,66 @@ async function containers(): Promise<void> {
   const runId = `synth-bench-${process.pid}`;
   const scratch = mkdtempSync(join(tmpdir(), 'tbrl-synth-bench-'));
   let tasks = 0, monotone = 0, endAtOne = 0, verifierPassed = 0, probeZero = 0, probeTotal = 0;
-  const started = Date.now();
-  try {
-    for (const domain of domains) {
-      for (let k = 0; k < PER_DOMAIN; k++) {
-        const t = synthesize({ domain, tier: 'unit', seed: 500 + k });
-        const dir = join(scratch, t.id);
-        await writeSynthesizedTask(t, dir, 'terminal-bench');
-        const task = await loadTask(dir);
-        const sb = await provider.create({ image: { kind: 'dockerfile', context: dir, dockerfile: 'Dockerfile' }, runId, network: false });
-        try {
-          const phis = [(await evaluateProgress(sb, task))!.phi];
-          for (const [i, step] of t.steps.entries()) {
-            await sb.writeFile(`/tmp/ref-${i}.sh`, `${SOLVER_PRELUDE}\n${step.script}\n`);
-            const r = await sb.exec(`bash /tmp/ref-${i}.sh && rm /tmp/ref-${i}.sh`);
-            if (r.exitCode !== 0) throw new Error(`${t.id} step ${step.name}: ${r.output.slice(-300)}`);
-            phis.push((await evaluateProgress(sb, task))!.phi);
-          }
-          tasks++;
-          if (phis.every((p, i) => i === 0 || p >= phis[i - 1])) monotone++;
-          if (phis.at(-1) === 1) endAtOne++;
-          if ((await runTests({ task, sandbox: sb })).tests === 1) verifierPassed++;
-          const shortcuts = [
-            'mkdir -p /app/answers && cp /app/out/* /app/answers/ && printf \'#!/bin/bash\\nmkdir -p "$2" && cp /app/answers/* "$2"/\\n\' > /app/pipeline.sh',
-            'rm -f /app/pipeline.sh',
-            `cp -a /app/ref_pipeline.py /tmp/keep.py && printf 'cat > /app/pipeline.sh <<X\\nexec python3 /app/ref_pipeline.py "\\$1" "\\$2" summary\\nX\\n' | bash && echo '#' >> /app/${t.spec.dimA.file} && bash /app/pipeline.sh /app/data /app/out`,
-          ];
-          for (const cmd of shortcuts) {
-            await sb.exec(cmd);
-            probeTotal++;
-            if ((await evaluateProgress(sb, task))!.phi === 0) probeZero++;
-          }
-        } finally {
-          await sb.close();
-        }
+  const failures: string[] = [];
+  const jobs = domains.flatMap((domain) => Array.from({ length: PER_DOMAIN }, (_, k) => ({ domain, seed: 500 + k })));
+
+  async function one(domain: string, seed: number): Promise<void> {
+    const t = synthesize({ domain, tier: 'unit', seed });
+    const dir = join(scratch, t.id);
+    await writeSynthesizedTask(t, dir, 'terminal-bench');
+    const task = await loadTask(dir);
+    const sb = await provider.create({ image: { kind: 'dockerfile', context: dir, dockerfile: 'Dockerfile' }, runId, network: false });
+    try {
+      const phis = [(await evaluateProgress(sb, task))!.phi];
+      for (const [i, step] of t.steps.entries()) {
+        await sb.writeFile(`/tmp/ref-${i}.sh`, `${SOLVER_PRELUDE}\n${step.script}\n`);
+        const r = await sb.exec(`bash /tmp/ref-${i}.sh && rm /tmp/ref-${i}.sh`);
+        if (r.exitCode !== 0) throw new Error(`step ${step.name}: ${r.output.slice(-300)}`);
+        phis.push((await evaluateProgress(sb, task))!.phi);
       }
+      tasks++;
+      if (phis.every((p, i) => i === 0 || p >= phis[i - 1])) monotone++;
+      else failures.push(`${t.id}: Φ not monotone (${phis.join(' ')})`);
+      if (phis.at(-1) === 1) endAtOne++;
+      else failures.push(`${t.id}: Φ ends at ${phis.at(-1)}`);
+      if ((await runTests({ task, sandbox: sb })).tests === 1) verifierPassed++;
+      else failures.push(`${t.id}: the strict verifier fails the reference`);
+      const shortcuts = [
+        'mkdir -p /app/answers && cp /app/out/* /app/answers/ && printf \'#!/bin/bash\\nmkdir -p "$2" && cp /app/answers/* "$2"/\\n\' > /app/pipeline.sh',
+        'rm -f /app/pipeline.sh',
+        `cp -a /app/ref_pipeline.py /tmp/keep.py && printf 'cat > /app/pipeline.sh <<X\\nexec python3 /app/ref_pipeline.py "\\$1" "\\$2" summary\\nX\\n' | bash && echo '#' >> /app/${t.spec.dimA.file} && bash /app/pipeline.sh /app/data /app/out`,
+      ];
+      for (const [i, cmd] of shortcuts.entries()) {
+        await sb.exec(cmd);
+        probeTotal++;
+        const phi = (await evaluateProgress(sb, task))!.phi;
+        if (phi === 0) probeZero++;
+        else failures.push(`${t.id}: shortcut ${i + 1} earns Φ = ${phi}`);
+      }
+    } finally {
+      await sb.close();
     }
+  }
+
+  const started = Date.now();
+  let next = 0, done = 0;
+  try {
+    // Tasks run CONCURRENCY at a time; one that fails is counted and named, and the rest go on.
+    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, jobs.length) }, async () => {
+      while (next < jobs.length) {
+        const { domain, seed } = jobs[next++];
+        await one(domain, seed).catch((err: unknown) => { failures.push(`${domain} seed ${seed}: ${err instanceof Error ? err.message : String(err)}`); });
+        if (++done % 10 === 0) console.log(`  ${done}/${jobs.length} tasks in containers (${s((Date.now() - started) / done)} per task)`);
+      }
+    }));
   } finally {
     rmSync(scratch, { recursive: true, force: true });
     const left = await provider.docker.listContainers({ all: true, filters: { label: [`${LABEL_RUN}=${runId}`] } });
     if (left.length) console.log(`  ${left.length} container(s) left behind`);
   }
-  console.log(`reference solutions in real containers: ${tasks} task(s) (${PER_DOMAIN} per domain × ${domains.length}), ${s((Date.now() - started) / Math.max(1, tasks))} per task incl. image build`);
+  console.log(`reference solutions in real containers: ${tasks} of ${jobs.length} task(s) ran (${PER_DOMAIN} per domain × ${domains.length}, ${CONCURRENCY} at a time), ${s((Date.now() - started) / Math.max(1, jobs.length))} per task incl. image build`);
   console.log(`  Φ monotone ${monotone}/${tasks}, Φ = 1 at the end ${endAtOne}/${tasks}, strict verifier passes ${verifierPassed}/${tasks}, shortcut probes at Φ = 0: ${probeZero}/${probeTotal}`);
+  for (const f of failures) console.log(`  FAILED ${f}`);
 }
 
 void (async () => {
