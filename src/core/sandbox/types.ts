@@ -100,6 +100,12 @@ export interface SandboxInfo {
   tracing: { available: boolean; method?: string; reason?: string };
   /** Set when the image's own ENTRYPOINT/CMD exited before the shell started (it is kept running regardless). */
   entrypointNote?: string;
+  /**
+   * How the agent's commands are kept from the frame shell (its frame nonce): `helper`, the
+   * studio's static program on a read-only mount; `setpriv`, the image's own (a command can
+   * replace it); `none`. `capability`: the one the commands lack. `note`: why it is weaker.
+   */
+  cage?: { by: 'helper' | 'setpriv' | 'none'; capability?: string; note?: string };
 }
 
 /** One running container with a persistent shell. Every agent step, test run and verifier run goes through one. */
