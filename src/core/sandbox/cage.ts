@@ -34,6 +34,11 @@ export interface CageInfo {
   note?: string;
 }
 
+/**
+ * Execute-only (0111): a non-root frame shell started from a file it cannot read is marked
+ * non-dumpable by the kernel, so same-uid commands are refused its memory, environment and fds.
+ */
+const VOLUME_LAYOUT = 'cage,bash mode 0111; .ready last';
 const STATIC_BASH = ['/bin/bash-static', '/usr/bin/bash-static'];
 
 function cacheRoot(): string {
@@ -73,7 +78,8 @@ export function cageAssets(): CageAssets {
   const bash = STATIC_BASH.find((p) => existsSync(p));
   if (bash) files.push({ name: 'bash', content: readFileSync(bash) });
   else missing.push('no static bash here (apt-get install bash-static): the frame shell is the image\'s bash, which the agent can replace before the shell is restarted');
-  const digest = createHash('sha256');
+  // The layout (names, modes) is part of the volume's identity.
+  const digest = createHash('sha256').update(VOLUME_LAYOUT);
   for (const f of files) digest.update(f.name).update(f.content);
   assets = { files, digest: digest.digest('hex').slice(0, 16), missing };
   return assets;
@@ -129,7 +135,7 @@ async function fillVolume(docker: Docker, name: string, image: string, a: CageAs
   try {
     const present = await filler.getArchive({ path: '/cage/.ready' }).then((s) => { (s as unknown as { resume(): void }).resume(); return true; }, () => false);
     if (!present) {
-      for (const f of a.files) await filler.putArchive(await singleFileTar(f.name, f.content, 0o555), { path: '/cage' });
+      for (const f of a.files) await filler.putArchive(await singleFileTar(f.name, f.content, 0o111), { path: '/cage' });
       await filler.putArchive(await singleFileTar('.ready', Buffer.from(`${a.digest}\n`), 0o444), { path: '/cage' });
     }
   } finally {

@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import type { Checkpoint, Sandbox, SandboxInfo, SandboxLimits, SandboxProvider, SandboxSpec, SidecarSpec, Sidecars } from './types';
+import type { CagedBy, Checkpoint, Sandbox, SandboxInfo, SandboxLimits, SandboxProvider, SandboxSpec, SidecarSpec, Sidecars } from './types';
 import { DEFAULT_LIMITS, LABEL_PID, LABEL_PROJECT, LABEL_RUN } from './types';
 import { DockerSandbox, LABEL_KIND } from './docker-sandbox';
 import { connectDocker, ensureDaemon, initAvailable, mapDockerError, type DockerConnection, type DockerConnectionOptions } from './docker-client';
@@ -119,6 +119,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     const authorCommand = await imageCommand(this.docker, launch.image);
     // The studio's own static programs, read-only: see cage.ts (an absent helper is said, never silent).
     const cage = await cageMount(this.docker, launch.image);
+    const frameBash = cage.mount && cageAssets().files.some((f) => f.name === 'bash') ? `${CAGE_DIR}/bash` : undefined;
     const createWith = (storageOpt: boolean) => this.docker.createContainer({
       Image: launch.image,
       // The image's own ENTRYPOINT and CMD run as the author built them (a service, an /etc/hosts
@@ -188,7 +189,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       target: this.connection.target,
       workdir: launch.workdir,
       watchDisk,
-      frameBash: cage.mount && cageAssets().files.some((f) => f.name === 'bash') ? `${CAGE_DIR}/bash` : undefined,
+      frameBash,
     });
     try {
       await container.start();
@@ -198,8 +199,8 @@ export class DockerSandboxProvider implements SandboxProvider {
       throw mapDockerError(err, 'starting the container', { ...ctx, containerId: container.id });
     }
     const shell = sandbox.frameShell;
-    const by = shell.cagedBy ?? 'none';
-    const why = by === 'helper' ? cage.info.note
+    const by: CagedBy = shell.cagedBy ?? (shell.uid !== 0 && frameBash ? 'nondumpable' : 'none');
+    const why = by === 'helper' || by === 'nondumpable' ? cage.info.note
       : by === 'setpriv' ? `the studio's helper is not mounted (${cage.info.note ?? 'unknown reason'}); commands are caged by the image's setpriv, which a command can replace with a program that reads the frame nonce`
         : `the agent's commands run uncaged and can read the frame shell's memory (the frame nonce): ${cage.info.note ?? (shell.uid !== 0 ? 'the image user is not root, so no capability separates the commands from the frame shell' : 'no capability could be dropped')}`;
     info.cage = { by, ...(shell.cage ? { capability: shell.cage } : {}), ...(why ? { note: why } : {}) };

@@ -91,6 +91,14 @@ export interface Checkpoint {
   env: Record<string, string>;
 }
 
+/**
+ * `helper`: commands run without a capability the frame shell keeps, dropped by the studio's static
+ * helper; `nondumpable`: commands run as the image's non-root user and the frame shell is the
+ * studio's execute-only static bash, which the kernel marks non-dumpable; `setpriv`: the image's
+ * own setpriv drops the capability (a command can replace it); `none`: nothing separates them.
+ */
+export type CagedBy = 'helper' | 'nondumpable' | 'setpriv' | 'none';
+
 export interface SandboxInfo {
   containerId: string;
   image: string;
@@ -105,7 +113,7 @@ export interface SandboxInfo {
    * studio's static program on a read-only mount; `setpriv`, the image's own (a command can
    * replace it); `none`. `capability`: the one the commands lack. `note`: why it is weaker.
    */
-  cage?: { by: 'helper' | 'setpriv' | 'none'; capability?: string; note?: string };
+  cage?: { by: CagedBy; capability?: string; note?: string };
 }
 
 /** One running container with a persistent shell. Every agent step, test run and verifier run goes through one. */
