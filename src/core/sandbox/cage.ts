@@ -93,6 +93,8 @@ const volumes = new WeakMap<Docker, Map<string, Promise<string>>>();
  * with remote daemons too) and checked by its `.ready` file, written last.
  */
 export async function cageMount(docker: Docker, image: string): Promise<{ mount?: Docker.MountSettings; info: CageInfo }> {
+  // For demonstrations and tests of the weaker mode; the run header says it was off.
+  if (process.env.TBRL_CAGE === 'off') return { info: { mode: 'none', note: "the studio's cage was turned off (TBRL_CAGE=off)" } };
   const a = cageAssets();
   if (!a.files.some((f) => f.name === 'cage')) return { info: { mode: 'none', note: `commands run without the studio's cage: ${a.missing.join('; ')}` } };
   const arch = await docker.info().then((i: { Architecture?: string }) => i.Architecture, () => undefined);
