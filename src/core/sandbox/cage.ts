@@ -97,21 +97,26 @@ export async function cageMount(docker: Docker, image: string): Promise<{ mount?
   if (process.env.TBRL_CAGE === 'off') return { info: { mode: 'none', note: "the studio's cage was turned off (TBRL_CAGE=off)" } };
   const a = cageAssets();
   if (!a.files.some((f) => f.name === 'cage')) return { info: { mode: 'none', note: `commands run without the studio's cage: ${a.missing.join('; ')}` } };
-  const arch = await docker.info().then((i: { Architecture?: string }) => i.Architecture, () => undefined);
-  if (arch && !sameArch(arch)) return { info: { mode: 'none', note: `commands run without the studio's cage: the Docker daemon runs ${arch} and the helper is built for ${process.arch}` } };
   let byDocker = volumes.get(docker);
   if (!byDocker) volumes.set(docker, (byDocker = new Map()));
   const name = `tbrl-cage-${a.digest}`;
   let ready = byDocker.get(name);
   if (!ready) {
-    ready = fillVolume(docker, name, image, a);
+    // Once per daemon and process: the architecture check, then the volume.
+    ready = (async () => {
+      const arch = await docker.info().then((i: { Architecture?: string }) => i.Architecture, () => undefined);
+      if (arch && !sameArch(arch)) throw new Error(`the Docker daemon runs ${arch} and the helper is built for ${process.arch}`);
+      return fillVolume(docker, name, image, a).catch((err: Error) => {
+        throw new Error(`its volume ${name} could not be filled (${err.message.split('\n')[0]})`);
+      });
+    })();
     byDocker.set(name, ready);
     ready.catch(() => byDocker!.delete(name));
   }
   try {
     await ready;
   } catch (err) {
-    return { info: { mode: 'none', note: `commands run without the studio's cage: its volume ${name} could not be filled (${(err as Error).message.split('\n')[0]})` } };
+    return { info: { mode: 'none', note: `commands run without the studio's cage: ${(err as Error).message}` } };
   }
   const note = a.missing.length ? a.missing.join('; ') : undefined;
   return {
