@@ -308,7 +308,7 @@ chaosCase('agent (root): replace the programs the frame shell used to execute un
     assert.doesNotMatch(log1, new RegExp(`nonce|read \\d+ mappings of pid ${frame.pid}`), log1);
     said.push(`setpriv, mkdir replaced + state dir removed: ${log1.trim() ? log1.trim().replace(/\n/g, '; ') : 'never run by the frame shell'}`);
     // bash: a wrapper that copies the frame shell's stdin (the prelude, with the nonce) to a file.
-    await sb.exec(`cp -p /usr/bin/bash /usr/bin/bash.real && printf '#!/bin/sh\\n[ "$#" = 2 ] && { /usr/bin/tee -a /tmp/stolen-stdin | exec /usr/bin/bash.real "$@"; }\\nexec /usr/bin/bash.real "$@"\\n' > /usr/bin/bash && echo ok`, { timeoutMs: 15_000 });
+    await sb.exec(`cp -p /usr/bin/bash /usr/bin/bash.real && printf '#!/bin/sh\\n[ "$1" = --posix ] && { /usr/bin/tee -a /tmp/stolen-stdin | exec /usr/bin/bash.real "$@"; }\\nexec /usr/bin/bash.real "$@"\\n' > /usr/bin/bash && echo ok`, { timeoutMs: 15_000 });
     const killed = await sb.exec('kill -9 $PPID');
     assert.match(killed.output, /the shell exited/);
     await framesStillTrue(sb, 'bash replaced, frame shell restarted');
@@ -334,7 +334,7 @@ function derivedImage(tag: string, lines: string[]): string {
 chaosCase('agent: the same memory scan and forged frame in an image without setpriv, and in an image whose USER is 1000 (commands and frame shell share a uid)', 'no setpriv: the helper cages commands (frame shell memory refused); USER 1000: the frame shell is the studio\'s execute-only bash, non-dumpable, memory refused; commands still run as the image user (id, file owner); false → 1, (exit 7) → 7, forged frames are output', async () => {
   const said: string[] = [];
   const images = [
-    ['no setpriv', derivedImage('nosetpriv', ['RUN rm -f /usr/bin/setpriv /bin/setpriv'])],
+    ['no setpriv', derivedImage('nosetpriv', ['RUN rm -f /usr/bin/setpriv /bin/setpriv', 'ENV BASH_ENV=/etc/tbrl-bash-env'])],
     ['USER 1000', derivedImage('user', ['RUN useradd -m -u 1000 agent && mkdir -p /app && chown agent /app', 'USER agent'])],
   ] as const;
   for (const [label, image] of images) {
@@ -347,6 +347,14 @@ chaosCase('agent: the same memory scan and forged frame in an image without setp
         assert.equal(who.output, '1000\n1000\nagent\n/home/agent\nagent\n');
       } else {
         assert.equal((await sb.exec('command -v setpriv; true')).output, '');
+        // $BASH_ENV names a file the agent can write: a DEBUG trap there, sourced by a restarted
+        // frame shell, would hand it the nonce. The frame shell starts in posix mode: not sourced.
+        await sb.writeFile('/etc/tbrl-bash-env', 'trap \'printf "%s\\n" "${__tbrl_nonce-}" >> /tmp/stolen-stdin\' DEBUG\n');
+        // Control: any other non-interactive bash sources it (and logs an empty line).
+        assert.match((await sb.exec('bash -c true; wc -l < /tmp/stolen-stdin')).output, /^[1-9]\d*\n$/);
+        assert.match((await sb.exec('kill -9 $PPID')).output, /the shell exited/);
+        await sb.exec('true');
+        assert.doesNotMatch((await sb.exec('cat /tmp/stolen-stdin 2>/dev/null; true')).output, /[0-9a-f]{32}/, 'the restarted frame shell sourced $BASH_ENV');
       }
       await sb.exec('cd /tmp');
       const scan = await sb.exec(SCAVENGE, { timeoutMs: 60_000 });
@@ -355,7 +363,7 @@ chaosCase('agent: the same memory scan and forged frame in an image without setp
       const denied = /denied-mem: (.*)/.exec(scan.output)?.[1].split(' ') ?? [];
       assert.ok(denied.includes(String(frame.pid)), `${label}: the frame shell's memory was readable: ${scan.output.slice(0, 300)}`);
       await framesStillTrue(sb, label);
-      said.push(`${label}: cage ${sb.info.cage?.by}, frame shell memory refused, frames true`);
+      said.push(`${label}: cage ${sb.info.cage?.by}, frame shell memory refused${label === 'no setpriv' ? ', $BASH_ENV trap not sourced by the restarted frame shell' : ''}, frames true`);
     } finally {
       await sb.close();
     }

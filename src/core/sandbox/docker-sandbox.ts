@@ -361,7 +361,8 @@ export class DockerSandbox implements Sandbox {
 
   private async spawnShell(cwd: string | undefined): Promise<{ stream: Duplex; exitCode: () => Promise<number | null> }> {
     const exec = await this.container.exec({
-      Cmd: [this.frameBash, '--noprofile', '--norc'],
+      // --posix: the frame shell does not source $BASH_ENV (see frameShellPrelude).
+      Cmd: [this.frameBash, '--posix', '--noprofile', '--norc'],
       AttachStdin: true,
       AttachStdout: true,
       AttachStderr: true,

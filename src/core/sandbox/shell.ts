@@ -163,6 +163,9 @@ export function frameShellPrelude(nonce: string, home: string, stateDir: string)
   const helper = pick((_n, bit) => `"$__tbrl_helper" probe ${bit}`, (name, bit) => `__tbrl_cage=("$__tbrl_helper" run ${bit}) __tbrl_cagecap=${name} __tbrl_cagehow=helper`);
   const setpriv = pick((name) => `setpriv --bounding-set -${name} true 2>/dev/null`, (name) => `__tbrl_cage=(setpriv --bounding-set -${name}) __tbrl_cagecap=${name} __tbrl_cagehow=setpriv`);
   return [
+    // A frame shell started with --posix has not sourced $BASH_ENV (a file a command may have
+    // rewritten before this shell was restarted); leaving posix mode keeps inherit_errexit on.
+    'case :$SHELLOPTS: in *:posix:*) set +o posix; shopt -u inherit_errexit;; esac',
     'set -m',
     `__tbrl_nonce=${nonce} __tbrl_home=${ansiCQuote(home)} __tbrl_d=${ansiCQuote(stateDir)} __tbrl_note=`,
     `__tbrl_child=${ansiCQuote(CHILD)}`,
