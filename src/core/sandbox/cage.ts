@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { packageRoot } from './package-root';
 import { singleFileTar } from './archive';
+import { LABEL_CAGE } from './gc';
 
 /**
  * Where the studio's own programs appear in every sandbox container: a named volume mounted
@@ -131,11 +132,11 @@ function sameArch(dockerArch: string): boolean {
 }
 
 async function fillVolume(docker: Docker, name: string, image: string, a: CageAssets): Promise<string> {
-  await docker.createVolume({ Name: name, Labels: { 'dev.tbrl.cage': a.digest } });
+  await docker.createVolume({ Name: name, Labels: { [LABEL_CAGE]: a.digest } });
   const filler = await docker.createContainer({
     Image: image,
     Entrypoint: ['/.tbrl-never-started'],
-    Labels: { 'dev.tbrl.cage': a.digest },
+    Labels: { [LABEL_CAGE]: a.digest },
     NetworkDisabled: true,
     HostConfig: { Mounts: [{ Type: 'volume', Source: name, Target: '/cage', VolumeOptions: { NoCopy: true } } as Docker.MountSettings] },
   });
