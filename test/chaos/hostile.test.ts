@@ -289,7 +289,7 @@ async function framesStillTrue(sb: Sandbox, what: string): Promise<void> {
 chaosCase('agent (root): replace the programs the frame shell used to execute uncaged — /usr/bin/setpriv and /bin/mkdir (then remove the shell\'s state dir), bash (then kill -9 the frame shell so it is started again) — with a program that reads the frame shell\'s memory (or its stdin) for the nonce, then forge a frame', 'the frame shell runs only the studio\'s static helper and bash from a read-only volume: no replaced program runs uncaged, no nonce is found; false → 1, (exit 7) → 7, the forged frame is output; the header says cage: helper', async () => {
   const sb = await sandbox();
   try {
-    assert.deepEqual(sb.info.cage, { by: 'helper', capability: 'audit_write' });
+    assert.deepEqual(sb.info.cage, { by: 'helper', capability: 'audit_write', frameShell: '/.tbrl-cage/bash' });
     const frame = frameShellOf(sb);
     const firstPid = frame.pid;
     const said: string[] = [];
@@ -341,7 +341,7 @@ chaosCase('agent: the same memory scan and forged frame in an image without setp
     const sb = await provider.create({ image: { kind: 'image', image }, runId, workdir: '/app' });
     try {
       const frame = frameShellOf(sb);
-      assert.deepEqual(sb.info.cage, label === 'no setpriv' ? { by: 'helper', capability: 'audit_write' } : { by: 'nondumpable' });
+      assert.deepEqual(sb.info.cage, label === 'no setpriv' ? { by: 'helper', capability: 'audit_write', frameShell: '/.tbrl-cage/bash' } : { by: 'nondumpable', frameShell: '/.tbrl-cage/bash' });
       if (label === 'USER 1000') {
         const who = await sb.exec('id -u; id -g; whoami; echo "$HOME"; touch /app/mine; stat -c %U /app/mine');
         assert.equal(who.output, '1000\n1000\nagent\n/home/agent\nagent\n');

@@ -203,7 +203,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     const why = by === 'helper' || by === 'nondumpable' ? cage.info.note
       : by === 'setpriv' ? `the studio's helper is not mounted (${cage.info.note ?? `the frame shell found no read-only mount at ${CAGE_DIR}: does the image make it a link?`}); commands are caged by the image's setpriv, which a command can replace with a program that reads the frame nonce`
         : `the agent's commands run uncaged and can read the frame shell's memory (the frame nonce): ${cage.info.note ?? (shell.uid !== 0 ? 'the image user is not root, so no capability separates the commands from the frame shell' : 'no capability could be dropped')}`;
-    info.cage = { by, ...(shell.cage ? { capability: shell.cage } : {}), ...(why ? { note: why } : {}) };
+    info.cage = { by, ...(shell.cage ? { capability: shell.cage } : {}), ...(why ? { note: why } : {}), ...(frameBash ? { frameShell: frameBash } : {}) };
     const note = await entrypointNote(container, authorCommand);
     if (note) {
       info.entrypointNote = note;

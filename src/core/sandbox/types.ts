@@ -112,8 +112,10 @@ export interface SandboxInfo {
    * How the agent's commands are kept from the frame shell (its frame nonce): `helper`, the
    * studio's static program on a read-only mount; `setpriv`, the image's own (a command can
    * replace it); `none`. `capability`: the one the commands lack. `note`: why it is weaker.
+   * `frameShell`: the studio's static bash on the read-only mount, for any other frame shell
+   * started in this container (the traced one) to use instead of the image's.
    */
-  cage?: { by: CagedBy; capability?: string; note?: string };
+  cage?: { by: CagedBy; capability?: string; note?: string; frameShell?: string };
 }
 
 /** One running container with a persistent shell. Every agent step, test run and verifier run goes through one. */
