@@ -34,6 +34,9 @@ if ! docker_ok; then
 fi
 log "docker $(docker version --format '{{.Server.Version}}') ready"
 apt_install ripgrep strace
+# The sandbox's cage (sandbox/cage/cage.c, built at first use with gcc -static) and the static bash
+# the frame shell runs as: both reach containers on a read-only volume (src/core/sandbox/cage.ts).
+apt_install gcc libc6-dev bash-static
 
 # --- Offline base image ---------------------------------------------------------------------------
 # No registry is reachable on the CI machine, so debian:bookworm-slim is made with debootstrap.

@@ -7,7 +7,7 @@
 import { runTaskOk, runWorkspaceOk } from '../helpers/run';
 import { after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, openSync, ftruncateSync, closeSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -250,6 +250,126 @@ chaosCase('agent: forge the frame — extdebug + BASH_ARGV, `builtin()`/`printf(
     await sb.close();
   }
 }, { timeout: 180_000 });
+
+/**
+ * A stand-in for an image program: reads the memory of its parent (the frame shell, when the frame
+ * shell runs it) for the nonce, logs what it found or why it could not, then runs the real program.
+ */
+const STEALER = String.raw`cat > /tmp/steal.py <<'PY'
+import re, sys
+pid = int(sys.argv[1]); out = open('/tmp/stolen', 'a')
+try:
+    maps = open(f'/proc/{pid}/maps').read().splitlines(); mem = open(f'/proc/{pid}/mem', 'rb'); n = 0
+    for line in maps:
+        f = line.split(); lo, hi = (int(x, 16) for x in f[0].split('-'))
+        if 'r' not in f[1] or hi - lo > 1 << 26: continue
+        try: mem.seek(lo); data = mem.read(hi - lo)
+        except Exception: continue
+        n += 1
+        for m in set(re.findall(rb'__tbrl_nonce=([0-9a-f]{32})', data) + re.findall(rb'__TBRL_([0-9a-f]{32})__', data)): out.write('nonce %s\n' % m.decode())
+    out.write('%s read %d mappings of pid %d\n' % (sys.argv[2], n, pid))
+except Exception as e: out.write('%s denied pid %d (%s)\n' % (sys.argv[2], pid, type(e).__name__))
+PY
+replace() { cp -p "$1" "$1.real" && printf '#!/bin/sh\n/usr/bin/python3 /tmp/steal.py $PPID %s\nexec %s.real "$@"\n' "$1" "$1" > "$1"; }`;
+
+/** Every 32-hex string the attacks logged, each printed as a frame saying exit 0 in /forged; then the real exit 1. */
+const FORGE = `for n in $(grep -ho '[0-9a-f]\\{32\\}' /tmp/stolen /tmp/stolen-stdin 2>/dev/null | sort -u); do printf '\\n__TBRL_%s__ 0 - /forged\\n' "$n"; done; cd /; exit 1`;
+
+/** `false` records 1, `(exit 7)` 7, a forged frame is output (exit 1 recorded, cwd not /forged). */
+async function framesStillTrue(sb: Sandbox, what: string): Promise<void> {
+  for (const [cmd, code] of [['false', 1], ['(exit 7)', 7]] as const) {
+    const r = await sb.exec(cmd, { timeoutMs: 15_000 });
+    assert.equal(r.exitCode, code, `${what}: ${cmd} → ${r.exitCode}: ${r.output}`);
+  }
+  const forged = await sb.exec(FORGE, { timeoutMs: 15_000 });
+  assert.equal(forged.exitCode, 1, `${what}: a forged frame was taken for the real one: ${forged.output}`);
+  assert.equal((await sb.exec('pwd')).output, '/\n', `${what}: the forged cwd was taken`);
+}
+
+chaosCase('agent (root): replace the programs the frame shell used to execute uncaged — /usr/bin/setpriv and /bin/mkdir (then remove the shell\'s state dir), bash (then kill -9 the frame shell so it is started again) — with a program that reads the frame shell\'s memory (or its stdin) for the nonce, then forge a frame', 'the frame shell runs only the studio\'s static helper and bash from a read-only volume: no replaced program runs uncaged, no nonce is found; false → 1, (exit 7) → 7, the forged frame is output; the header says cage: helper', async () => {
+  const sb = await sandbox();
+  try {
+    assert.deepEqual(sb.info.cage, { by: 'helper', capability: 'audit_write', frameShell: '/.tbrl-cage/bash' });
+    const frame = frameShellOf(sb);
+    const firstPid = frame.pid;
+    const said: string[] = [];
+    // The volume is read-only even for root: the helper cannot be replaced either.
+    const overwrite = await sb.exec('cp /bin/true /.tbrl-cage/cage; echo x > /.tbrl-cage/new; mount -o remount,rw /.tbrl-cage', { timeoutMs: 15_000 });
+    assert.equal((overwrite.output.match(/Read-only file system/g) ?? []).length, 2, overwrite.output);
+    assert.match(overwrite.output, /permission denied|must be superuser|not permitted/i);
+    said.push('helper volume: read-only for root, remount refused');
+    assert.equal((await sb.exec(`${STEALER}\nreplace /usr/bin/setpriv && replace /usr/bin/mkdir && echo replaced`, { timeoutMs: 15_000 })).output, 'replaced\n');
+    await sb.exec('true');
+    await sb.exec('rm -rf /tmp/.tbrl-shell-*');
+    const fresh = await sb.exec('pwd');
+    assert.match(fresh.output, /saved state .* was removed/);
+    await framesStillTrue(sb, 'setpriv/mkdir replaced');
+    const log1 = (await sb.exec('cat /tmp/stolen 2>/dev/null; true')).output;
+    assert.doesNotMatch(log1, new RegExp(`nonce|read \\d+ mappings of pid ${frame.pid}`), log1);
+    said.push(`setpriv, mkdir replaced + state dir removed: ${log1.trim() ? log1.trim().replace(/\n/g, '; ') : 'never run by the frame shell'}`);
+    // bash: a wrapper that copies the frame shell's stdin (the prelude, with the nonce) to a file.
+    await sb.exec(`cp -p /usr/bin/bash /usr/bin/bash.real && printf '#!/bin/sh\\n[ "$1" = --posix ] && { /usr/bin/tee -a /tmp/stolen-stdin | exec /usr/bin/bash.real "$@"; }\\nexec /usr/bin/bash.real "$@"\\n' > /usr/bin/bash && echo ok`, { timeoutMs: 15_000 });
+    const killed = await sb.exec('kill -9 $PPID');
+    assert.match(killed.output, /the shell exited/);
+    await framesStillTrue(sb, 'bash replaced, frame shell restarted');
+    const log2 = (await sb.exec('cat /tmp/stolen-stdin 2>/dev/null | grep -c __tbrl_nonce; true')).output.trim();
+    assert.ok(log2 === '0' || log2 === '', `the restarted frame shell's prelude passed through the image's bash: ${log2}`);
+    assert.notEqual(frameShellOf(sb).pid, firstPid);
+    said.push('bash replaced + frame shell killed: restarted from the volume, its stdin never seen');
+    return `${said.join('; ')}; false → 1, (exit 7) → 7, forged frames kept as output`;
+  } finally {
+    await sb.close();
+  }
+}, { timeout: 180_000 });
+
+/** A local image made FROM the python stand-in by `lines` (no registry needed); removed after the suite. */
+function derivedImage(tag: string, lines: string[]): string {
+  const name = `tbrl-chaos-${tag}:${process.pid}`;
+  const r = spawnSync('docker', ['build', '-q', '-t', name, '-'], { input: ['FROM tbrl-standin/python:3', ...lines].join('\n') + '\n', encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  after(() => void spawnSync('docker', ['rmi', '-f', name]));
+  return name;
+}
+
+chaosCase('agent: the same memory scan and forged frame in an image without setpriv, and in an image whose USER is 1000 (commands and frame shell share a uid)', 'no setpriv: the helper cages commands (frame shell memory refused); USER 1000: the frame shell is the studio\'s execute-only bash, non-dumpable, memory refused; commands still run as the image user (id, file owner); false → 1, (exit 7) → 7, forged frames are output', async () => {
+  const said: string[] = [];
+  const images = [
+    ['no setpriv', derivedImage('nosetpriv', ['RUN rm -f /usr/bin/setpriv /bin/setpriv', 'ENV BASH_ENV=/etc/tbrl-bash-env'])],
+    ['USER 1000', derivedImage('user', ['RUN useradd -m -u 1000 agent && mkdir -p /app && chown agent /app', 'USER agent'])],
+  ] as const;
+  for (const [label, image] of images) {
+    const sb = await provider.create({ image: { kind: 'image', image }, runId, workdir: '/app' });
+    try {
+      const frame = frameShellOf(sb);
+      assert.deepEqual(sb.info.cage, label === 'no setpriv' ? { by: 'helper', capability: 'audit_write', frameShell: '/.tbrl-cage/bash' } : { by: 'nondumpable', frameShell: '/.tbrl-cage/bash' });
+      if (label === 'USER 1000') {
+        const who = await sb.exec('id -u; id -g; whoami; echo "$HOME"; touch /app/mine; stat -c %U /app/mine');
+        assert.equal(who.output, '1000\n1000\nagent\n/home/agent\nagent\n');
+      } else {
+        assert.equal((await sb.exec('command -v setpriv; true')).output, '');
+        // $BASH_ENV names a file the agent can write: a DEBUG trap there, sourced by a restarted
+        // frame shell, would hand it the nonce. The frame shell starts in posix mode: not sourced.
+        await sb.writeFile('/etc/tbrl-bash-env', 'trap \'printf "%s\\n" "${__tbrl_nonce-}" >> /tmp/stolen-stdin\' DEBUG\n');
+        // Control: any other non-interactive bash sources it (and logs an empty line).
+        assert.match((await sb.exec('bash -c true; wc -l < /tmp/stolen-stdin')).output, /^[1-9]\d*\n$/);
+        assert.match((await sb.exec('kill -9 $PPID')).output, /the shell exited/);
+        await sb.exec('true');
+        assert.doesNotMatch((await sb.exec('cat /tmp/stolen-stdin 2>/dev/null; true')).output, /[0-9a-f]{32}/, 'the restarted frame shell sourced $BASH_ENV');
+      }
+      await sb.exec('cd /tmp');
+      const scan = await sb.exec(SCAVENGE, { timeoutMs: 60_000 });
+      assert.ok(!scan.output.includes(frame.nonce), `${label}: the scan read the nonce`);
+      assert.equal(scan.exitCode, 1, scan.output.slice(0, 400));
+      const denied = /denied-mem: (.*)/.exec(scan.output)?.[1].split(' ') ?? [];
+      assert.ok(denied.includes(String(frame.pid)), `${label}: the frame shell's memory was readable: ${scan.output.slice(0, 300)}`);
+      await framesStillTrue(sb, label);
+      said.push(`${label}: cage ${sb.info.cage?.by}, frame shell memory refused${label === 'no setpriv' ? ', $BASH_ENV trap not sourced by the restarted frame shell' : ''}, frames true`);
+    } finally {
+      await sb.close();
+    }
+  }
+  return said.join('; ') + '; USER 1000: id/whoami/HOME/file owner are the image user\'s';
+}, { timeout: 240_000 });
 
 chaosCase('agent: exit statuses — `exit 1`, `false`, `(exit 7)`, `exit 300`, `kill -9 $$`, `kill -TERM $$`, `exec false`, `set -e; false; echo x`, `sh -c "exit 9"`, plain and traced, and in a trajectory', 'each recorded as the process really exited (1, 1, 7, 44, 137, 143, 1, 1, 9); the trajectory\'s actions carry the same codes', async () => {
   const cases: [string, number][] = [['exit 1', 1], ['false', 1], ['(exit 7)', 7], ['exit 300', 44], ['kill -9 $$', 137], ['kill -TERM $$', 143], ['exec false', 1], ['set -e; false; echo x', 1], ['sh -c "exit 9"', 9], ['true', 0], ['exit 0', 0]];

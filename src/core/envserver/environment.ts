@@ -111,7 +111,7 @@ export class EpisodeEnvironment {
       policy: { kind: 'model', model: 'external (env-server)' },
       config: { envServer: true, trace: this.trace },
       versions: { tbrl: VERSION, node: process.version, promptVersion: prompt.version },
-      sandbox: { image: info.image, ...(info.substitutedFrom ? { substitutedFrom: info.substitutedFrom } : {}), tracing: info.tracing },
+      sandbox: { image: info.image, ...(info.substitutedFrom ? { substitutedFrom: info.substitutedFrom } : {}), tracing: info.tracing, ...(info.cage ? { cage: info.cage } : {}) },
       systemPrompt: prompt.text,
       limits: { maxSteps: this.maxSteps },
     };

@@ -30,6 +30,8 @@ export interface DockerSandboxInit {
   workdir?: string;
   /** Poll the writable layer against `limits.diskBytes` (when the storage driver cannot enforce it). */
   watchDisk?: boolean;
+  /** The frame shell's bash: the studio's static one on the read-only mount, else the image's. */
+  frameBash?: string;
 }
 
 export class DockerSandbox implements Sandbox {
@@ -41,6 +43,7 @@ export class DockerSandbox implements Sandbox {
   private readonly runId: string;
   private readonly target: string;
   private readonly shell: PersistentShell;
+  private readonly frameBash: string;
   private closing?: Promise<void>;
   private oomKillsSeen = 0;
   /** Times the container was started again after a command killed every process in it. */
@@ -59,6 +62,7 @@ export class DockerSandbox implements Sandbox {
     this.limits = init.limits;
     this.runId = init.runId;
     this.target = init.target;
+    this.frameBash = init.frameBash ?? 'bash';
     this.shell = new PersistentShell((cwd) => this.spawnShell(cwd), (argv) => this.runAux(argv), init.workdir);
     if (init.watchDisk) {
       this.diskWatchdog = new DiskWatchdog({
@@ -90,6 +94,11 @@ export class DockerSandbox implements Sandbox {
     result.output = `${note}\n${result.output}`;
     result.diskLimitExceeded = true;
     return result;
+  }
+
+  /** The persistent shell (read-only use: how its commands are caged). */
+  get frameShell(): Pick<PersistentShell, 'cage' | 'cagedBy' | 'uid'> {
+    return this.shell;
   }
 
   /** Starts the persistent shell; the provider calls this before handing the sandbox out. */
@@ -352,7 +361,8 @@ export class DockerSandbox implements Sandbox {
 
   private async spawnShell(cwd: string | undefined): Promise<{ stream: Duplex; exitCode: () => Promise<number | null> }> {
     const exec = await this.container.exec({
-      Cmd: ['bash', '--noprofile', '--norc'],
+      // --posix: the frame shell does not source $BASH_ENV (see frameShellPrelude).
+      Cmd: [this.frameBash, '--posix', '--noprofile', '--norc'],
       AttachStdin: true,
       AttachStdout: true,
       AttachStderr: true,

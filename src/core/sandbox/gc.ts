@@ -4,6 +4,8 @@ import { LABEL_PID, LABEL_PROJECT } from './types';
 import { statusCode } from './errors';
 
 const LABEL_KIND = 'dev.tbrl.kind';
+/** On the cage's volumes and the containers that fill them (cage.ts). */
+export const LABEL_CAGE = 'dev.tbrl.cage';
 
 /** Whether the process that created a container still runs (on this machine). */
 export function processAlive(pid: number): boolean {
@@ -48,6 +50,17 @@ export async function gcSandboxes(conn: DockerConnection, options: { all?: boole
     // Networks of Harbor sidecars (src/core/run/task-sandbox.ts): gone once their containers are.
     for (const n of await conn.docker.listNetworks({ filters: { label: [LABEL_PROJECT] } })) {
       if (dead(n.Labels)) await conn.docker.getNetwork(n.Id).remove().catch(() => undefined);
+    }
+    // The cage's fillers (never started; left only by a process that died while filling) and, with
+    // `all`, its volumes (cage.ts): one per helper version; an in-use one (409) stays.
+    for (const c of await conn.docker.listContainers({ all: true, filters: { label: [LABEL_CAGE] } })) {
+      // A filler lives for well under a second; a younger one may be another process's, filling now.
+      if (Date.now() / 1000 - c.Created > 60) await conn.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+    }
+    if (options.all) {
+      for (const v of (await conn.docker.listVolumes({ filters: { label: [LABEL_CAGE] } })).Volumes ?? []) {
+        await conn.docker.getVolume(v.Name).remove().catch(() => undefined);
+      }
     }
   } catch (err) {
     throw mapDockerError(err, 'collecting leftover sandboxes', ctx);

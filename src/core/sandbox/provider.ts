@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import type { Checkpoint, Sandbox, SandboxInfo, SandboxLimits, SandboxProvider, SandboxSpec, SidecarSpec, Sidecars } from './types';
+import type { CagedBy, Checkpoint, Sandbox, SandboxInfo, SandboxLimits, SandboxProvider, SandboxSpec, SidecarSpec, Sidecars } from './types';
 import { DEFAULT_LIMITS, LABEL_PID, LABEL_PROJECT, LABEL_RUN } from './types';
 import { DockerSandbox, LABEL_KIND } from './docker-sandbox';
 import { connectDocker, ensureDaemon, initAvailable, mapDockerError, type DockerConnection, type DockerConnectionOptions } from './docker-client';
@@ -7,6 +7,7 @@ import { ImageMissingError, statusCode } from './errors';
 import { resolveImage, type ImageResolverOptions, type ResolvedImage } from './images';
 import { gcSandboxes } from './gc';
 import { startDockerSidecars } from './sidecars';
+import { CAGE_DIR, cageAssets, cageMount } from './cage';
 import { TbrlError } from '../errors';
 
 export const PROJECT_LABEL_VALUE = 'tbrl';
@@ -116,6 +117,9 @@ export class DockerSandboxProvider implements SandboxProvider {
     let container: Docker.Container | undefined;
     let watchDisk = false;
     const authorCommand = await imageCommand(this.docker, launch.image);
+    // The studio's own static programs, read-only: see cage.ts (an absent helper is said, never silent).
+    const cage = await cageMount(this.docker, launch.image);
+    const frameBash = cage.mount && cageAssets().files.some((f) => f.name === 'bash') ? `${CAGE_DIR}/bash` : undefined;
     const createWith = (storageOpt: boolean) => this.docker.createContainer({
       Image: launch.image,
       // The image's own ENTRYPOINT and CMD run as the author built them (a service, an /etc/hosts
@@ -143,7 +147,7 @@ export class DockerSandboxProvider implements SandboxProvider {
         NetworkMode: spec.networkName ?? (spec.network ? 'bridge' : 'none'),
         Init: initAvailable(this.connection),
         Binds: launch.binds,
-        Mounts: launch.mounts,
+        Mounts: cage.mount ? [...(launch.mounts ?? []), cage.mount] : launch.mounts,
         StorageOpt: storageOpt ? { size: String(limits.diskBytes) } : undefined,
       },
     });
@@ -185,6 +189,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       target: this.connection.target,
       workdir: launch.workdir,
       watchDisk,
+      frameBash,
     });
     try {
       await container.start();
@@ -193,6 +198,12 @@ export class DockerSandboxProvider implements SandboxProvider {
       await container.remove({ force: true }).catch(() => undefined);
       throw mapDockerError(err, 'starting the container', { ...ctx, containerId: container.id });
     }
+    const shell = sandbox.frameShell;
+    const by: CagedBy = shell.cagedBy ?? (shell.uid !== 0 && frameBash ? 'nondumpable' : 'none');
+    const why = by === 'helper' || by === 'nondumpable' ? cage.info.note
+      : by === 'setpriv' ? `the studio's helper is not mounted (${cage.info.note ?? `the frame shell found no read-only mount at ${CAGE_DIR}: does the image make it a link?`}); commands are caged by the image's setpriv, which a command can replace with a program that reads the frame nonce`
+        : `the agent's commands run uncaged and can read the frame shell's memory (the frame nonce): ${cage.info.note ?? (shell.uid !== 0 ? 'the image user is not root, so no capability separates the commands from the frame shell' : 'no capability could be dropped')}`;
+    info.cage = { by, ...(shell.cage ? { capability: shell.cage } : {}), ...(why ? { note: why } : {}), ...(frameBash ? { frameShell: frameBash } : {}) };
     const note = await entrypointNote(container, authorCommand);
     if (note) {
       info.entrypointNote = note;

@@ -7,6 +7,7 @@ import { DockerDemuxer } from './demux';
 import { ansiCQuote } from './bash-quote';
 import { KILL_SCRIPT } from './kill-script';
 import { SHELL_STATE_PREFIX } from './shell-paths';
+import { CAGE_DIR } from './cage';
 
 /** Starts `bash` in the container with stdin attached: the raw multiplexed stream and a way to read its exit code. */
 export type ShellSpawner = (workdir: string | undefined) => Promise<{ stream: Duplex; exitCode: () => Promise<number | null> }>;
@@ -157,19 +158,31 @@ const ARG_LIMIT = 100_000;
  * note.
  */
 export function frameShellPrelude(nonce: string, home: string, stateDir: string): string {
-  const cage = CAGE_CAPS.map(([name, bit]) => `(( 16#\${__tbrl_prm:-0} >> ${bit} & 1 )) && setpriv --bounding-set -${name} true 2>/dev/null && { __tbrl_cage=(setpriv --bounding-set -${name}); break; }`).join('\n  ');
+  const pick = (probe: (name: string, bit: number) => string, use: (name: string, bit: number) => string) =>
+    CAGE_CAPS.map(([name, bit]) => `(( 16#\${__tbrl_prm:-0} >> ${bit} & 1 )) && ${probe(name, bit)} && { ${use(name, bit)}; break; }`).join('\n  ');
+  const helper = pick((_n, bit) => `"$__tbrl_helper" probe ${bit}`, (name, bit) => `__tbrl_cage=("$__tbrl_helper" run ${bit}) __tbrl_cagecap=${name} __tbrl_cagehow=helper`);
+  const setpriv = pick((name) => `setpriv --bounding-set -${name} true 2>/dev/null`, (name) => `__tbrl_cage=(setpriv --bounding-set -${name}) __tbrl_cagecap=${name} __tbrl_cagehow=setpriv`);
   return [
+    // A frame shell started with --posix has not sourced $BASH_ENV (a file a command may have
+    // rewritten before this shell was restarted); leaving posix mode keeps inherit_errexit on.
+    'case :$SHELLOPTS: in *:posix:*) set +o posix; shopt -u inherit_errexit;; esac',
     'set -m',
     `__tbrl_nonce=${nonce} __tbrl_home=${ansiCQuote(home)} __tbrl_d=${ansiCQuote(stateDir)} __tbrl_note=`,
     `__tbrl_child=${ansiCQuote(CHILD)}`,
-    '__tbrl_bash=$(type -P bash || echo /bin/bash) __tbrl_cage=() __tbrl_prm=',
+    '__tbrl_bash=$(type -P bash || echo /bin/bash) __tbrl_cage=() __tbrl_prm= __tbrl_helper= __tbrl_cagecap=none __tbrl_cagehow=none',
     'while read -r __tbrl_k __tbrl_x; do [ "$__tbrl_k" = CapPrm: ] && __tbrl_prm=$__tbrl_x; done </proc/$$/status 2>/dev/null',
-    `if type -P setpriv >/dev/null 2>&1; then for __tbrl_x in 1; do\n  ${cage}\ndone; fi`,
+    // The studio's helper counts only on its read-only mount (fields 5 and 6 of mountinfo: mount
+    // point and per-mount options); a file the agent put at that path without the mount is ignored.
+    `while read -r _ _ _ _ __tbrl_k __tbrl_x _; do [ "$__tbrl_k" = ${CAGE_DIR} ] && case ,$__tbrl_x, in *,ro,*) [ -x ${CAGE_DIR}/cage ] && __tbrl_helper=${CAGE_DIR}/cage;; *) __tbrl_helper=;; esac; done </proc/self/mountinfo 2>/dev/null`,
+    // With the helper this shell executes nothing of the image: the helper drops the capability,
+    // then execs the image's bash, caged. Without it, the image's setpriv, which a command can
+    // replace: that weaker mode is reported (cagedBy `setpriv`) in the run header.
+    `if [ -n "$__tbrl_helper" ]; then for __tbrl_x in 1; do\n  ${helper}\ndone\nelif type -P setpriv >/dev/null 2>&1; then for __tbrl_x in 1; do\n  ${setpriv}\ndone; fi`,
     "__tbrl_frame() { printf '\\n__TBRL_%s__ %s %s %s\\n' \"$__tbrl_nonce\" \"$1\" \"$2\" \"$PWD\"; }",
     // The first state is this shell's own (the container's environment), saved by the same code;
     // its functions (these) are not the agent's, so the first command starts with none.
     SAVE_FN,
-    '__tbrl_fresh() { mkdir -p -m 700 "$__tbrl_d" 2>/dev/null; __tbrl_k=save __tbrl_f=$- __tbrl_so=$SHELLOPTS __tbrl_bo=$BASHOPTS; ( __tbrl_save ) 2>/dev/null; : >|"$__tbrl_d/funcs"; }',
+    '__tbrl_fresh() { if [ -n "$__tbrl_helper" ]; then "$__tbrl_helper" mkdir "$__tbrl_d"; else mkdir -p -m 700 "$__tbrl_d"; fi 2>/dev/null; __tbrl_k=save __tbrl_f=$- __tbrl_so=$SHELLOPTS __tbrl_bo=$BASHOPTS; ( __tbrl_save ) 2>/dev/null; : >|"$__tbrl_d/funcs"; }',
     `__tbrl_spawn() { if [ \${#1} -lt ${ARG_LIMIT} ]; then set -- "$1" "$2" ''; else printf %s "$1" >|"$__tbrl_d/cmd"; set -- '' "$2" file; fi`,
     // The redirections belong to the exec'd child: this shell's own stderr stays /dev/null, so its
   // job report of a killed command ("Killed ( exec -c ...)") never reaches the output.
@@ -274,6 +287,11 @@ export class PersistentShell {
    * memory or descriptors), or undefined where the image has no `setpriv` or the shell has none.
    */
   cage: string | undefined;
+  /**
+   * What drops it: `helper`, the studio's static program on a read-only mount (nothing of the
+   * image runs uncaged), or `setpriv`, the image's own, which a command can replace.
+   */
+  cagedBy: 'helper' | 'setpriv' | undefined;
   private nonce = '';
   /** Said once, at the head of the next command's output (why the shell or its cwd changed). */
   private note = '';
@@ -337,13 +355,14 @@ export class PersistentShell {
     stream.on('close', ended);
     stream.on('error', ended);
     stream.write(frameShellPrelude(this.nonce, this.home, `${SHELL_STATE_PREFIX}${randomBytes(6).toString('hex')}`));
-    const r = await this.frame({ frameShell: 'builtin echo -n "$$ $EUID ${GROUPS[0]} ${__tbrl_cage[2]:-none}"' }, 10_000);
+    const r = await this.frame({ frameShell: 'builtin echo -n "$$ $EUID ${GROUPS[0]} $__tbrl_cagecap $__tbrl_cagehow"' }, 10_000);
     this.everStarted = true;
-    const [pid, uid, gid, cage] = r.output.text().trim().split(' ');
+    const [pid, uid, gid, cage, how] = r.output.text().trim().split(' ');
     this.shellPid = Number(pid);
     this.uid = Number(uid) || 0;
     this.gid = Number(gid) || 0;
-    this.cage = cage && cage !== 'none' ? cage.replace(/^-/, '') : undefined;
+    this.cage = cage && cage !== 'none' ? cage : undefined;
+    this.cagedBy = how === 'helper' || how === 'setpriv' ? how : undefined;
   }
 
   /** Serialises commands: the shell is one terminal. */

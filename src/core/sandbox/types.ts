@@ -91,6 +91,14 @@ export interface Checkpoint {
   env: Record<string, string>;
 }
 
+/**
+ * `helper`: commands run without a capability the frame shell keeps, dropped by the studio's static
+ * helper; `nondumpable`: commands run as the image's non-root user and the frame shell is the
+ * studio's execute-only static bash, which the kernel marks non-dumpable; `setpriv`: the image's
+ * own setpriv drops the capability (a command can replace it); `none`: nothing separates them.
+ */
+export type CagedBy = 'helper' | 'nondumpable' | 'setpriv' | 'none';
+
 export interface SandboxInfo {
   containerId: string;
   image: string;
@@ -100,6 +108,14 @@ export interface SandboxInfo {
   tracing: { available: boolean; method?: string; reason?: string };
   /** Set when the image's own ENTRYPOINT/CMD exited before the shell started (it is kept running regardless). */
   entrypointNote?: string;
+  /**
+   * How the agent's commands are kept from the frame shell (its frame nonce): `helper`, the
+   * studio's static program on a read-only mount; `setpriv`, the image's own (a command can
+   * replace it); `none`. `capability`: the one the commands lack. `note`: why it is weaker.
+   * `frameShell`: the studio's static bash on the read-only mount, for any other frame shell
+   * started in this container (the traced one) to use instead of the image's.
+   */
+  cage?: { by: CagedBy; capability?: string; note?: string; frameShell?: string };
 }
 
 /** One running container with a persistent shell. Every agent step, test run and verifier run goes through one. */

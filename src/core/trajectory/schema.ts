@@ -31,6 +31,8 @@ export interface TrajectoryHeader {
     substitutedFrom?: string;
     workspaceMode?: 'copy' | 'bind';
     tracing: { available: boolean; method?: string; reason?: string };
+    /** How the agent's commands were kept from the frame shell (SandboxInfo.cage). */
+    cage?: { by: 'helper' | 'nondumpable' | 'setpriv' | 'none'; capability?: string; note?: string; frameShell?: string };
     /**
      * The image the root run's container was created from (`id` when the daemon said), where the
      * originals of changed files are read from. A fork's `image` is a checkpoint, so it carries its

@@ -50,9 +50,11 @@ export const sandboxPhase: RunPhase = {
       ...(info.substitutedFrom ? { substitutedFrom: info.substitutedFrom } : {}),
       ...(info.workspaceMode ? { workspaceMode: info.workspaceMode } : {}),
       tracing: info.tracing,
+      ...(info.cage ? { cage: info.cage } : {}),
       ...(originalImage ? { originalImage } : {}),
     };
     if (info.entrypointNote) ctx.warn(info.entrypointNote);
+    if (info.cage && (info.cage.by === 'setpriv' || info.cage.by === 'none')) ctx.warn(`Containment is weaker: ${info.cage.note ?? `the agent's commands are caged by ${info.cage.by}`}.`);
     if (!info.tracing.available) ctx.warn(`Tracing is off (${info.tracing.reason ?? 'unavailable'}): DepGPO will fall back to f_t = 1.`);
     const writer = (ctx.writer = TrajectoryWriter.create(ctx.trajectoryPath, ctx.header));
     for (const s of fork?.copied ?? []) {
