@@ -76,7 +76,8 @@ export const NEAR_MISS_PATCHES: Record<string, Patch[]> = {
   'kept-latest-delivery': [{ find: '        if ident not in known:', replace: '        kept[:] = [item for item in kept if item[1] != ident]\n        if True:' }],
   'ignored-deprecated-key': [{ find: 'aliases = dim["aliases"]', replace: 'aliases = {}' }],
   'signed-measures': [{ find: 'abs(int(record[keys["amount"]]))', replace: 'int(record[keys["amount"]])' }],
-  'unstripped-qualified-ids': [{ find: 'str(record[keys["a"]]).split(":")[-1]', replace: 'str(record[keys["a"]])' }],
+  // Keeps the qualified key, and (so the bug does not crash the join) an unknown group for it.
+  'unstripped-qualified-ids': [{ find: 'str(record[keys["a"]]).split(":")[-1]', replace: 'str(record[keys["a"]])' }, { find: 'regions[a]', replace: 'regions.get(a, "")' }],
   'dropped-drifted-shard': [{ find: 'record = {CFG["renames"].get(k, k): v for k, v in record.items()}', replace: 'record = dict(record)\n        if not all(k in record for k in (keys["id"], keys["a"], keys["b"], keys["amount"])):\n            return' }],
 };
 
