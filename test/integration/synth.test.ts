@@ -107,8 +107,8 @@ describe('Tev task in a real container', () => {
     }
   });
 
-  for (const domain of ['quantum', 'infra-ops', 'log-forensics']) it(`a Harbor-format ${domain} task (safetensors, manifest + SQLite, or a stripped binary built in the image; every fault class incl. unit drift): solve.sh passes through the reward file, Φ = 1`, { timeout: 180_000 }, async () => {
-    const t = synthesize({ domain, tier: 'unit', seed: 8, faultCount: 7 });
+  for (const domain of ['quantum', 'infra-ops', 'log-forensics']) it(`a Harbor-format ${domain} task (safetensors, manifest + SQLite, or a stripped binary built in the image; every fault class incl. the domain's own two, unit drift and a provider-qualified id, a deprecated manifest key or a local-time index hour): solve.sh passes through the reward file, Φ = 1`, { timeout: 180_000 }, async () => {
+    const t = synthesize({ domain, tier: 'unit', seed: 8, faultCount: 8 });
     const dir = join(scratch, `${t.id}-harbor`);
     await writeSynthesizedTask(t, dir, 'harbor');
     const task = await loadTask(dir);

@@ -251,7 +251,8 @@ describe('synthesis', () => {
     assert.equal(t.labels.domain, 'log-forensics');
     assert.equal(t.labels.scale, 'full');
     assert.equal(t.labels.horizon, t.workflow.criticalPath.length);
-    assert.equal(t.labels.faultClasses.length, 7, 'six shared classes and the unit drift of the domain');
+    assert.equal(t.labels.faultClasses.length, 8, 'six shared classes, the unit drift of the domain and its second own class');
+    assert.ok(t.labels.faultClasses.includes('timezone-skew') && t.labels.workflowStages.includes('convert-labels-to-utc'));
     assert.ok(t.labels.faultClasses.includes('unit-drift') && t.labels.workflowStages.includes('convert-drifted-units'));
     assert.ok(t.labels.workflowStages.includes('normalise-categories'));
     assert.equal(t.labels.artifactRoles['data/logs/_index.tsv'], 'input:shard-index');

@@ -22,7 +22,9 @@ export const synthCommand: CliCommand = {
     '<out>/synth-report.json. Tasks that fail a gate are reported and not written.',
     'Gates run on this machine with python3 (and pytest) in a temporary directory.',
     '--fault-count N: N of the six shared fault classes (default: 2 unit, 4 small, 6 full), plus the',
-    "domain's own class (unit drift) when N is 7; by default the small and full tiers add it.",
+    "domain's own classes: unit drift when N is 7, and its second class (timezone skew, a stale",
+    'unlisted shard, replayed records, a deprecated key, a negated measure, qualified ids, compact',
+    'dates) when N is 8; by default the small and full tiers add both.',
   ].join('\n'),
   options: {
     domain: { type: 'string' },
@@ -47,7 +49,7 @@ export const synthCommand: CliCommand = {
     if (!SCALE_TIERS.includes(tier)) throw new UsageError(`--tier must be one of ${SCALE_TIERS.join(', ')}, not "${String(values.tier)}".`);
     const seed = integer('seed', values.seed, 0, 0xffffffff);
     const count = integer('count', values.count, 1, 1000);
-    const faultCount = values['fault-count'] === undefined ? undefined : integer('fault-count', values['fault-count'], 0, 7);
+    const faultCount = values['fault-count'] === undefined ? undefined : integer('fault-count', values['fault-count'], 0, 8);
     const format = formatFromFlag(values.format);
     if (!format) throw new UsageError(`--format must be ${formatFlagsSentence()}, not "${String(values.format)}".`);
     const { entries, reportPath, coverage } = await synthesizeBatch(positionals[0], {

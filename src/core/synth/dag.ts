@@ -38,12 +38,20 @@ const REPAIR: Record<FaultClass, { id: string; after: string; before: string }> 
   'shuffled-shard-index': { id: 'order-partitions-by-label', after: 'read-index', before: 'write-clean' },
   'category-drift': { id: 'normalise-categories', after: 'load-dimension-b', before: 'join-dimensions' },
   'stale-cache': { id: 'bypass-stale-cache', after: 'locate-inputs', before: 'aggregate' },
+  // The domains' second own classes (DomainSpec.ownFault).
+  'timezone-skew': { id: 'convert-labels-to-utc', after: 'read-index', before: 'write-clean' },
+  'compact-dates': { id: 'expand-compact-dates', after: 'read-index', before: 'write-clean' },
+  'orphan-shard': { id: 'skip-unlisted-shards', after: 'read-index', before: 'parse-shards' },
+  'replayed-records': { id: 'keep-first-delivery', after: 'parse-shards', before: 'write-clean' },
+  'deprecated-key': { id: 'map-deprecated-keys', after: 'load-dimension-a', before: 'join-dimensions' },
+  'negated-measure': { id: 'restore-measure-sign', after: 'parse-shards', before: 'dedupe-and-merge' },
+  'qualified-ids': { id: 'strip-qualified-ids', after: 'parse-shards', before: 'dedupe-and-merge' },
 };
 
 /** Records a stage handles, by stage id (repair stages handle the fact table, or dimension B). */
 function recordsOf(id: string, size: WorldSize): number {
-  if (id === 'locate-inputs' || id === 'read-index' || id === 'order-partitions-by-label') return size.partitions;
-  if (id === 'load-dimension-a') return size.dimA;
+  if (id === 'locate-inputs' || id === 'read-index' || id === 'order-partitions-by-label' || id === 'convert-labels-to-utc' || id === 'expand-compact-dates' || id === 'skip-unlisted-shards') return size.partitions;
+  if (id === 'load-dimension-a' || id === 'map-deprecated-keys') return size.dimA;
   if (id === 'load-dimension-b' || id === 'normalise-categories') return size.dimB;
   if (id === 'write-summary' || id === 'package-pipeline' || id === 'bypass-stale-cache') return 1;
   if (id === 'write-report') return size.dimA * size.dimB;

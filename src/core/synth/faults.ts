@@ -1,6 +1,6 @@
 import { TbrlError } from '../errors';
 import { computeOutputs, csvText, summaryText, basename } from './expected';
-import { indexPath, latePath, parseShardRecords, renderFactLine, shardKeys, dimBSource } from './render';
+import { indexPath, latePath, parseShardRecords, renderFactLine, renderShard, shardKeys, dimBSource } from './render';
 import type { DomainSpec, FileMap, TableFormat, World } from './types';
 import { FAULT_ORDER, type FaultSpec } from './world';
 
@@ -111,6 +111,85 @@ function unitDriftOf(ctx: Ctx): NonNullable<DomainSpec['unitDrift']> {
   return u;
 }
 
+/** An hourly UTC label (2026-03-01T05) as local time with its offset (2026-03-01T07+02:00). */
+export function toLocalLabel(label: string, offsetHours: number): string {
+  const local = new Date(Date.parse(`${label}:00:00Z`) + offsetHours * 3_600_000).toISOString().slice(0, 13);
+  return `${local}${offsetHours < 0 ? '-' : '+'}${String(Math.abs(offsetHours)).padStart(2, '0')}:00`;
+}
+
+/** The UTC hour label of a local label with an offset (the inverse of toLocalLabel). */
+export function toUtcLabel(text: string): string {
+  const m = /^(\d{4}-\d{2}-\d{2}T\d{2})([+-])(\d{2}):00$/.exec(text);
+  if (!m) return text;
+  const offset = (m[2] === '-' ? -1 : 1) * Number(m[3]);
+  return new Date(Date.parse(`${m[1]}:00:00Z`) - offset * 3_600_000).toISOString().slice(0, 13);
+}
+
+export const toCompactDate = (label: string) => label.replace(/-/g, '');
+export const fromCompactDate = (text: string) => (/^\d{8}$/.test(text) ? `${text.slice(0, 4)}-${text.slice(4, 6)}-${text.slice(6)}` : text);
+
+/** Rewrites the label of one shard's line in the index (found by file name, so any line order works). */
+function relabel(files: FileMap, spec: DomainSpec, file: string, convert: (label: string) => string): void {
+  const lines = split(get(files, indexPath(spec)));
+  const at = lines.findIndex((l, i) => i > 0 && l.split('\t')[0] === file);
+  if (at < 0) throw new TbrlError('SYNTH_FAULT', `index lists no shard ${file}`, 'draw label faults from the rendered index.');
+  const [name, label] = lines[at].split('\t');
+  lines[at] = `${name}\t${convert(label)}`;
+  files[indexPath(spec)] = join(lines);
+}
+
+/** Rewrites the value of the first of `keys` a shard holds, on every record line (keys in the shard's dialect). */
+function rewriteShardValues(text: string, format: TableFormat, keys: string[], convert: (value: string) => string): string {
+  const lines = split(text);
+  if (format === 'csv' || format === 'tsv') {
+    const sep = format === 'csv' ? ',' : '\t';
+    const col = lines[0].split(sep).findIndex((k) => keys.includes(k));
+    if (col < 0) throw new TbrlError('SYNTH_FAULT', `shard has none of ${keys.join(', ')}`, 'rewrite a key the shard holds.');
+    return join([lines[0], ...lines.slice(1).map((l) => { const cells = l.split(sep); cells[col] = convert(cells[col]); return cells.join(sep); })]);
+  }
+  const names = keys.map((k) => k.replace(/[^\w]/g, '')).join('|');
+  if (format === 'jsonl') return join(lines.map((l) => l.replace(new RegExp(`"(${names})":("[^"]*"|[-0-9.]+)`), (_, k: string, v: string) => `"${k}":${v.startsWith('"') ? `"${convert(v.slice(1, -1))}"` : convert(v)}`)));
+  return join(lines.map((l) => l.replace(new RegExp(`(?<=^| )(${names})=(\\S+)`), (_, k: string, v: string) => `${k}=${convert(v)}`)));
+}
+
+/** Keys a shard may hold the measure (or dimension-A key) under, in any dialect the faults write. */
+const measureKeys = (spec: DomainSpec) => [spec.fact.amount, spec.aliases.amount, ...(spec.unitDrift ? [spec.unitDrift.key] : [])];
+const dimAKeys = (spec: DomainSpec) => [spec.fact.a, spec.aliases.a];
+
+function groupOf(world: World, id: string): string {
+  const row = world.dimA.find((r) => r.id === id);
+  if (!row) throw new TbrlError('SYNTH_FAULT', `no dimension-A row ${id}`, 'qualify ids of the same world.');
+  return row.group;
+}
+
+function deprecatedKeyOf(spec: DomainSpec): string {
+  const key = spec.ownFault?.key;
+  if (!key || spec.dimA.format !== 'manifest') throw new TbrlError('SYNTH_FAULT', `domain ${spec.name} declares no deprecated manifest key`, 'draw deprecated-key only for a manifest dimension with ownFault.key.');
+  return key;
+}
+
+/** Renames the group key of the listed manifest entries (each entry opens with `  - id: value`). */
+function renameEntryKey(text: string, spec: DomainSpec, ids: string[], from: string, to: string): string {
+  const lines = split(text);
+  for (const id of ids) {
+    const start = lines.indexOf(`  - ${spec.dimA.id}: ${id}`);
+    if (start < 0) throw new TbrlError('SYNTH_FAULT', `manifest has no entry ${id}`, 'draw deprecated keys from the rendered manifest.');
+    let at = start + 1;
+    while (at < lines.length && !lines[at].startsWith(`    ${from}: `)) at++;
+    if (at >= lines.length) throw new TbrlError('SYNTH_FAULT', `manifest entry ${id} has no ${from}`, 'rename keys the entry holds.');
+    lines[at] = `    ${to}: ${lines[at].slice(`    ${from}: `.length)}`;
+  }
+  return join(lines);
+}
+
+function orphanPath(spec: DomainSpec, fault: Extract<FaultSpec, { class: 'orphan-shard' }>): string {
+  return `${spec.shardDir}/${fault.file}`;
+}
+
+function orphanText(spec: DomainSpec, fault: Extract<FaultSpec, { class: 'orphan-shard' }>): string {
+  return renderShard(spec, { index: -1, file: fault.file, label: '', format: fault.format }, fault.records.map((r) => ({ ...r, partition: -1 })));
+}
+
 export function staleWorld(world: World, fault: Extract<FaultSpec, { class: 'stale-cache' }>): World {
   const dropped = new Set(fault.droppedFactIds);
   const bumped = new Set(fault.bumpedFactIds);
@@ -169,6 +248,41 @@ export function applyFault(spec: DomainSpec, world: World, fault: FaultSpec, inp
       const path = `${spec.shardDir}/${p.file}`;
       const u = unitDriftOf(ctx);
       files[path] = convertShard(get(files, path), p.format, spec.fact.amount, u.key, (v) => toDriftedUnit(Number(v), u.scale));
+      return files;
+    }
+    case 'timezone-skew':
+      relabel(files, spec, world.partitions[fault.partition].file, (l) => toLocalLabel(l, fault.offsetHours));
+      return files;
+    case 'compact-dates':
+      relabel(files, spec, world.partitions[fault.partition].file, toCompactDate);
+      return files;
+    case 'orphan-shard': {
+      const path = orphanPath(spec, fault);
+      if (files[path] !== undefined) throw new TbrlError('SYNTH_FAULT', `${path} already exists`, 'draw an orphan shard name no partition uses.');
+      files[path] = orphanText(spec, fault);
+      return files;
+    }
+    case 'replayed-records': {
+      for (const r of fault.replays) {
+        const f = world.facts.find((x) => x.id === r.id);
+        if (!f) throw new TbrlError('SYNTH_FAULT', `fault names unknown record ${r.id}`, 'draw replays from the same world.');
+        const p = world.partitions[r.partition];
+        const path = `${spec.shardDir}/${p.file}`;
+        files[path] = join([...split(get(files, path)), renderFactLine(p.format, shardKeys(spec), f)]);
+      }
+      return files;
+    }
+    case 'deprecated-key':
+      files[spec.dimA.file] = renameEntryKey(get(files, spec.dimA.file), spec, fault.ids, spec.dimA.group, deprecatedKeyOf(spec));
+      return files;
+    case 'negated-measure': {
+      const path = `${spec.shardDir}/${world.partitions[fault.partition].file}`;
+      files[path] = rewriteShardValues(get(files, path), world.partitions[fault.partition].format, measureKeys(spec), (v) => `-${v}`);
+      return files;
+    }
+    case 'qualified-ids': {
+      const path = `${spec.shardDir}/${world.partitions[fault.partition].file}`;
+      files[path] = rewriteShardValues(get(files, path), world.partitions[fault.partition].format, dimAKeys(spec), (v) => `${groupOf(world, v)}:${v}`);
       return files;
     }
     case 'category-drift': {
@@ -234,6 +348,42 @@ export function revertFault(spec: DomainSpec, world: World, fault: FaultSpec, in
       const path = `${spec.shardDir}/${p.file}`;
       const u = unitDriftOf(ctx);
       files[path] = convertShard(get(files, path), p.format, u.key, spec.fact.amount, (v) => String(fromDriftedUnit(v, u.scale)));
+      return files;
+    }
+    case 'timezone-skew':
+      relabel(files, spec, world.partitions[fault.partition].file, toUtcLabel);
+      return files;
+    case 'compact-dates':
+      relabel(files, spec, world.partitions[fault.partition].file, fromCompactDate);
+      return files;
+    case 'orphan-shard':
+      delete files[orphanPath(spec, fault)];
+      return files;
+    case 'replayed-records': {
+      for (const r of [...fault.replays].reverse()) {
+        const p = world.partitions[r.partition];
+        const path = `${spec.shardDir}/${p.file}`;
+        const lines = split(get(files, path));
+        const prefix = linePrefix(ctx, p.format, r.id);
+        let last = -1;
+        lines.forEach((l, i) => { if (l.startsWith(prefix)) last = i; });
+        if (last < 0) throw new TbrlError('SYNTH_FAULT', `no replay of ${r.id} in ${path}`, 'revert replays on the files they were applied to.');
+        lines.splice(last, 1);
+        files[path] = join(lines);
+      }
+      return files;
+    }
+    case 'deprecated-key':
+      files[spec.dimA.file] = renameEntryKey(get(files, spec.dimA.file), spec, fault.ids, deprecatedKeyOf(spec), spec.dimA.group);
+      return files;
+    case 'negated-measure': {
+      const path = `${spec.shardDir}/${world.partitions[fault.partition].file}`;
+      files[path] = rewriteShardValues(get(files, path), world.partitions[fault.partition].format, measureKeys(spec), (v) => v.replace(/^-/, ''));
+      return files;
+    }
+    case 'qualified-ids': {
+      const path = `${spec.shardDir}/${world.partitions[fault.partition].file}`;
+      files[path] = rewriteShardValues(get(files, path), world.partitions[fault.partition].format, dimAKeys(spec), (v) => v.slice(v.indexOf(':') + 1));
       return files;
     }
     case 'category-drift': {

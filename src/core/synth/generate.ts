@@ -134,7 +134,8 @@ export function synthesize(options: SynthOptions): SynthesizedTask {
     renames,
     // Drifted measure keys and the exact factor back to the canonical unit (the domain's unit drift).
     units: spec.unitDrift ? { [spec.unitDrift.key]: spec.unitDrift.scale } : {},
-    dim_a: { file: relData(spec.dimA.file), format: spec.dimA.format, id: spec.dimA.id, group: spec.dimA.group },
+    // Deprecated spellings of dimension-A keys (a domain's deprecated-key fault) and the key they mean.
+    dim_a: { file: relData(spec.dimA.file), format: spec.dimA.format, id: spec.dimA.id, group: spec.dimA.group, aliases: spec.ownFault?.key ? { [spec.ownFault.key]: spec.dimA.group } : {} },
     dim_b: { file: relData(spec.dimB.file), format: spec.dimB.format, table: spec.dimB.table, id: spec.dimB.id, category: spec.dimB.category, unit: spec.dimB.unit },
     outputs: verifierSpec.names,
     enriched_header: expected.enriched.header,
@@ -215,11 +216,18 @@ function relationTypes(faults: FaultSpec[]): string[] {
   if (faults.some((f) => f.class === 'missing-records')) out.push('late-record->partition (by label)');
   if (faults.some((f) => f.class === 'stale-cache')) out.push('cache->report (stale copy)');
   if (faults.some((f) => f.class === 'unit-drift')) out.push('shard-measure->canonical unit (scale)');
+  if (faults.some((f) => f.class === 'timezone-skew')) out.push('index-label->UTC (offset)');
+  if (faults.some((f) => f.class === 'compact-dates')) out.push('index-label->ISO date (compact)');
+  if (faults.some((f) => f.class === 'orphan-shard')) out.push('unlisted-shard->ignored (index is authoritative)');
+  if (faults.some((f) => f.class === 'replayed-records')) out.push('replayed-record->first delivery (by partition)');
+  if (faults.some((f) => f.class === 'deprecated-key')) out.push('dimension-a key->canonical key (deprecated alias)');
+  if (faults.some((f) => f.class === 'negated-measure')) out.push('shard-measure->magnitude (sign)');
+  if (faults.some((f) => f.class === 'qualified-ids')) out.push('qualified-key->dimension-a id (namespace)');
   return out;
 }
 
 function repairTarget(fault: string): string {
-  return ({ 'category-drift': 'load-dimension-b', 'stale-cache': 'aggregate' } as Record<string, string>)[fault] ?? 'dedupe-and-merge';
+  return ({ 'category-drift': 'load-dimension-b', 'deprecated-key': 'load-dimension-a', 'stale-cache': 'aggregate' } as Record<string, string>)[fault] ?? 'dedupe-and-merge';
 }
 
 /** A record the verifier appends to a shard: known effect on the report, written in that shard's dialect. */

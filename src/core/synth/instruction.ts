@@ -33,6 +33,7 @@ export function instructionFor(spec: DomainSpec, entry: string): string {
     'The data is messy. Take care of every case below that occurs:',
     `- Some shards spell a field the old way: ${spec.aliases.amount} means ${f.amount} and ${spec.aliases.a} means ${f.a}.`,
     ...(spec.unitDrift ? [`- Some shards report ${spec.unitDrift.key} instead of ${f.amount}: ${spec.unitDrift.meaning}; the result is a whole number.`] : []),
+    ...(spec.ownFault ? [`- ${spec.ownFault.rule}`] : []),
     `- A record may appear more than once; keep one per ${f.id}.`,
     `- Records that arrived late are in /app/${latePath(spec)} (JSON lines that carry a field named ${f.partition}); they belong to the data.`,
     `- ${b.category} values may differ in case or surrounding spaces; use the lower-case, trimmed value.`,

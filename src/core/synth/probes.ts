@@ -70,6 +70,14 @@ export const NEAR_MISS_PATCHES: Record<string, Patch[]> = {
   'raw-categories': [{ find: 'str(kind).strip().lower()', replace: 'str(kind)' }],
   'index-line-order': [{ find: 'parts = sorted(', replace: 'parts = list(' }, { find: 'kept.sort(key=lambda item: (item[0], item[1]))', replace: 'kept.sort(key=lambda item: 0)' }],
   'ignored-unit-drift': [{ find: 'int(decimal.Decimal(str(record.pop(key))) * decimal.Decimal(scale))', replace: 'int(decimal.Decimal(str(record.pop(key))))' }],
+  'ignored-utc-offset': [{ find: '(label_of(entry[CFG["fact"]["partition"]]), entry["file"])', replace: '(entry[CFG["fact"]["partition"]], entry["file"])' }],
+  'raw-compact-dates': [{ find: '(label_of(entry[CFG["fact"]["partition"]]), entry["file"])', replace: '(entry[CFG["fact"]["partition"]], entry["file"])' }],
+  'globbed-shard-dir': [{ find: '    for label, name in parts:', replace: '    for label, name in parts + [(parts[-1][0], n) for n in sorted(os.listdir(folder)) if n.startswith("part-") and n not in {x[1] for x in parts}]:' }],
+  'kept-latest-delivery': [{ find: '        if ident not in known:', replace: '        kept[:] = [item for item in kept if item[1] != ident]\n        if True:' }],
+  'ignored-deprecated-key': [{ find: 'aliases = dim["aliases"]', replace: 'aliases = {}' }],
+  'signed-measures': [{ find: 'abs(int(record[keys["amount"]]))', replace: 'int(record[keys["amount"]])' }],
+  // Keeps the qualified key, and (so the bug does not crash the join) an unknown group for it.
+  'unstripped-qualified-ids': [{ find: 'str(record[keys["a"]]).split(":")[-1]', replace: 'str(record[keys["a"]])' }, { find: 'regions[a]', replace: 'regions.get(a, "")' }],
   'dropped-drifted-shard': [{ find: 'record = {CFG["renames"].get(k, k): v for k, v in record.items()}', replace: 'record = dict(record)\n        if not all(k in record for k in (keys["id"], keys["a"], keys["b"], keys["amount"])):\n            return' }],
 };
 
@@ -80,6 +88,13 @@ const FAULT_NEAR_MISS: Partial<Record<FaultSpec['class'], string>> = {
   'shuffled-shard-index': 'index-line-order',
   'schema-drift': 'dropped-drifted-shard',
   'unit-drift': 'ignored-unit-drift',
+  'timezone-skew': 'ignored-utc-offset',
+  'compact-dates': 'raw-compact-dates',
+  'orphan-shard': 'globbed-shard-dir',
+  'replayed-records': 'kept-latest-delivery',
+  'deprecated-key': 'ignored-deprecated-key',
+  'negated-measure': 'signed-measures',
+  'qualified-ids': 'unstripped-qualified-ids',
 };
 
 export function buildProbes(ctx: ProbeContext): Probe[] {

@@ -8,6 +8,7 @@ export const SOLVER_STAGES = ['clean', 'enriched', 'report', 'summary'] as const
 export function solverPipeline(configJson: string): string {
   return `"""Reference pipeline. Usage: ref_pipeline.py INPUT_DIR OUTPUT_DIR [clean|enriched|report|summary]"""
 import csv
+import datetime
 import decimal
 import json
 import os
@@ -30,10 +31,22 @@ def records_of(path):
         return [dict(pair.split("=", 1) for pair in raw.split()) for raw in src if raw.strip()]
 
 
+def label_of(text):
+    """An index label as the UTC ISO hour or day: local hours with an offset shifted, compact dates expanded."""
+    text = text.strip()
+    if len(text) == 8 and text.isdigit():
+        return f"{text[:4]}-{text[4:6]}-{text[6:]}"
+    if len(text) == 19 and text[13] in "+-" and text.endswith(":00"):
+        moment = datetime.datetime.strptime(text[:13], "%Y-%m-%dT%H")
+        shift = datetime.timedelta(hours=int(text[14:16]))
+        return (moment - shift if text[13] == "+" else moment + shift).strftime("%Y-%m-%dT%H")
+    return text
+
+
 def facts_of(base):
     folder = os.path.join(base, CFG["shard_dir"])
     with open(os.path.join(folder, CFG["index"]), encoding="utf-8", newline="") as src:
-        parts = sorted((entry[CFG["fact"]["partition"]], entry["file"]) for entry in csv.DictReader(src, delimiter="\\t"))
+        parts = sorted((label_of(entry[CFG["fact"]["partition"]]), entry["file"]) for entry in csv.DictReader(src, delimiter="\\t"))
     keys = CFG["fact"]
     known, kept = set(), []
 
@@ -45,7 +58,8 @@ def facts_of(base):
         ident = str(record[keys["id"]])
         if ident not in known:
             known.add(ident)
-            kept.append((label, ident, str(record[keys["a"]]), str(record[keys["b"]]), int(record[keys["amount"]])))
+            # A key qualified with its group ("qpu-east:q03") names the plain id; a negated measure its magnitude.
+            kept.append((label, ident, str(record[keys["a"]]).split(":")[-1], str(record[keys["b"]]), abs(int(record[keys["amount"]]))))
 
     for label, name in parts:
         for record in records_of(os.path.join(folder, name)):
@@ -78,7 +92,9 @@ def regions_of(base):
             rows = list(csv.DictReader(src))
         else:
             rows = json.load(src)
-    return {str(row[dim["id"]]): str(row[dim["group"]]) for row in rows}
+    aliases = dim["aliases"]
+    rows = [{aliases.get(field, field): value for field, value in row.items()} for row in rows]
+    return {str(row[dim["id"]]): str(row.get(dim["group"], "")) for row in rows}
 
 
 def catalog_of(base):

@@ -14,8 +14,13 @@ export type PaperDomain = (typeof PAPER_DOMAINS)[number];
 
 /** Fault classes every domain has; a task's plan samples from these first (the draw of a seed depends on this list). */
 export const FAULT_CLASSES = ['schema-drift', 'duplicated-records', 'missing-records', 'category-drift', 'shuffled-shard-index', 'stale-cache'] as const;
-/** Fault classes a domain has only when its spec declares them (see DomainSpec.unitDrift). */
-export const DOMAIN_FAULT_CLASSES = ['unit-drift'] as const;
+/**
+ * Fault classes a domain has only when its spec declares them: unit drift (DomainSpec.unitDrift),
+ * then at most one more of the domain's own (DomainSpec.ownFault), each with its own PRNG fork.
+ */
+export const OWN_FAULT_CLASSES = ['timezone-skew', 'compact-dates', 'orphan-shard', 'replayed-records', 'deprecated-key', 'negated-measure', 'qualified-ids'] as const;
+export type OwnFaultClass = (typeof OWN_FAULT_CLASSES)[number];
+export const DOMAIN_FAULT_CLASSES = ['unit-drift', ...OWN_FAULT_CLASSES] as const;
 export type FaultClass = (typeof FAULT_CLASSES)[number] | (typeof DOMAIN_FAULT_CLASSES)[number];
 
 export interface DimARow { id: string; name: string; group: string }
@@ -58,6 +63,14 @@ export interface DomainSpec {
    * coarser unit written with three decimals, "0.001" for a finer integer unit).
    */
   unitDrift?: { key: string; scale: '1000' | '100' | '10' | '0.1' | '0.01' | '0.001'; meaning: string };
+  /**
+   * The domain's second fault class of its own (faults.ts applies it, the instruction states
+   * `rule`): one index label in a local UTC offset or a compact date, a stale shard not listed in
+   * the index, records re-sent in a later shard, a deprecated dimension-A key, a negated measure,
+   * or fact keys qualified with their dimension-A group. `key` is the deprecated spelling of the
+   * dimension-A group (deprecated-key only).
+   */
+  ownFault?: { class: OwnFaultClass; rule: string; key?: string };
   dimA: { file: string; format: 'json-array' | 'csv' | 'manifest'; id: string; name: string; group: string; noun: string };
   dimB: { file: string; format: 'sql' | 'tsv' | 'safetensors' | 'elf'; table: string; id: string; category: string; unit: string; noun: string };
   shardDir: string;

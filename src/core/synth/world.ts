@@ -1,6 +1,6 @@
 import { TbrlError } from '../errors';
 import { Prng } from './prng';
-import { DOMAIN_FAULT_CLASSES, FAULT_CLASSES, TIER_SCALE, type DomainSpec, type FactRow, type FaultClass, type ScaleTier, type World } from './types';
+import { FAULT_CLASSES, TIER_SCALE, type DomainSpec, type FactRow, type FaultClass, type OwnFaultClass, type ScaleTier, type TableFormat, type World } from './types';
 
 /** A fault declared against the latent world (record ids, not line numbers), drawn with W. */
 export type FaultSpec =
@@ -8,6 +8,13 @@ export type FaultSpec =
   | { class: 'duplicated-records'; factIds: string[] }
   | { class: 'schema-drift'; partition: number; column: 'amount' | 'a' }
   | { class: 'unit-drift'; partition: number }
+  | { class: 'timezone-skew'; partition: number; offsetHours: number }
+  | { class: 'compact-dates'; partition: number }
+  | { class: 'orphan-shard'; file: string; format: TableFormat; records: Array<{ id: string; a: string; b: string; amount: number }> }
+  | { class: 'replayed-records'; replays: Array<{ id: string; partition: number }> }
+  | { class: 'deprecated-key'; ids: string[] }
+  | { class: 'negated-measure'; partition: number }
+  | { class: 'qualified-ids'; partition: number }
   | { class: 'category-drift'; variants: Array<{ id: string; text: string }> }
   | { class: 'shuffled-shard-index'; order: number[] }
   | { class: 'stale-cache'; droppedFactIds: string[]; bumpedFactIds: string[] };
@@ -20,13 +27,13 @@ export interface Draw {
 }
 
 /** Faults are applied in this order and reverted in the reverse one (faults.ts relies on it). */
-export const FAULT_ORDER: readonly FaultClass[] = ['missing-records', 'duplicated-records', 'schema-drift', 'unit-drift', 'category-drift', 'shuffled-shard-index', 'stale-cache'];
+export const FAULT_ORDER: readonly FaultClass[] = ['missing-records', 'duplicated-records', 'replayed-records', 'schema-drift', 'unit-drift', 'negated-measure', 'qualified-ids', 'category-drift', 'deprecated-key', 'shuffled-shard-index', 'timezone-skew', 'compact-dates', 'orphan-shard', 'stale-cache'];
 
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
 /** The fault classes a domain can draw: every generic class, then the ones its spec declares. */
 export function domainFaultClasses(spec: DomainSpec): FaultClass[] {
-  return [...FAULT_CLASSES, ...DOMAIN_FAULT_CLASSES.filter((c) => c === 'unit-drift' && spec.unitDrift !== undefined)];
+  return [...FAULT_CLASSES, ...(spec.unitDrift ? (['unit-drift'] as const) : []), ...(spec.ownFault ? [spec.ownFault.class] : [])];
 }
 
 /**
@@ -80,11 +87,18 @@ export function drawWorld(spec: DomainSpec, tier: ScaleTier, seed: number, fault
   const classes = new Set<FaultClass>(faultRng.sample(FAULT_CLASSES, count));
   const ownClasses = domainFaultClasses(spec).slice(FAULT_CLASSES.length);
   const ownCount = faultCount === undefined ? (tier === 'unit' ? 0 : ownClasses.length) : Math.max(0, faultCount - FAULT_CLASSES.length);
+  // Unit drift keeps the fork and the draw it had before the second own class existed.
   const ownRng = rng.fork(`domain-faults:${spec.name}:${tier}`);
-  for (const c of ownRng.sample(ownClasses, Math.min(ownCount, ownClasses.length))) classes.add(c);
+  const unitClasses = ownClasses.filter((c) => c === 'unit-drift');
+  for (const c of ownRng.sample(unitClasses, Math.min(ownCount, unitClasses.length))) classes.add(c);
+  const secondRng = rng.fork(`domain-faults-2:${spec.name}:${tier}`);
+  const second = ownClasses.find((c): c is OwnFaultClass => c !== 'unit-drift');
+  if (second && ownCount > unitClasses.length) classes.add(second);
   const faults: FaultSpec[] = [];
   for (const c of FAULT_ORDER.filter((x) => classes.has(x))) {
-    faults.push(c === 'unit-drift' ? drawUnitDrift(world, faults, ownRng) : drawFault(c, world, holdoutPartition, faultRng));
+    if (c === 'unit-drift') faults.push(drawUnitDrift(world, faults, ownRng));
+    else if (isOwnClass(c)) faults.push(drawOwnFault(spec, c, world, faults, holdoutPartition, secondRng));
+    else faults.push(drawFault(c, world, holdoutPartition, faultRng));
   }
   return { world, faults, holdoutPartition };
 }
@@ -99,7 +113,47 @@ function drawUnitDrift(world: World, drawn: FaultSpec[], rng: Prng): FaultSpec {
   return { class: 'unit-drift', partition: rng.pick(pool) };
 }
 
-function drawFault(kind: Exclude<FaultClass, 'unit-drift'>, world: World, holdout: number, rng: Prng): FaultSpec {
+const isOwnClass = (c: FaultClass): c is OwnFaultClass => c !== 'unit-drift' && !(FAULT_CLASSES as readonly string[]).includes(c);
+
+/**
+ * The domain's second own fault. Shard-rewriting ones avoid partition 0 (the verifier appends its
+ * counterfactual record there in the canonical dialect); re-sent records never come from the
+ * grader's hold-out partition (dropping it must drop them) nor from missing or duplicated ids (each
+ * revert sees its own lines).
+ */
+function drawOwnFault(spec: DomainSpec, kind: OwnFaultClass, world: World, drawn: FaultSpec[], holdout: number, rng: Prng): FaultSpec {
+  const notFirst = world.partitions.map((p) => p.index).filter((i) => i !== 0);
+  const few = Math.max(1, Math.round(world.facts.length * 0.05));
+  switch (kind) {
+    case 'timezone-skew': {
+      const offset = rng.int(-8, 8);
+      return { class: kind, partition: rng.int(0, world.partitions.length - 1), offsetHours: offset >= 0 ? offset + 1 : offset };
+    }
+    case 'compact-dates':
+      return { class: kind, partition: rng.int(0, world.partitions.length - 1) };
+    case 'negated-measure':
+    case 'qualified-ids':
+      return { class: kind, partition: rng.pick(notFirst) };
+    case 'orphan-shard': {
+      const format = rng.pick(spec.shardFormats);
+      let file: string;
+      do file = `part-${rng.hex(4)}.${spec.shardExt(format)}`;
+      while (world.partitions.some((p) => p.file === file));
+      const records = Array.from({ length: few + 1 }, (_, i) => ({ id: `${spec.idPrefix.fact}s${pad(i + 1, 3)}`, a: rng.pick(world.dimA).id, b: rng.pick(world.dimB).id, amount: rng.int(spec.amountRange[0], spec.amountRange[1]) }));
+      return { class: kind, file, format, records };
+    }
+    case 'replayed-records': {
+      const taken = new Set(drawn.flatMap((f) => (f.class === 'missing-records' || f.class === 'duplicated-records' ? f.factIds : [])));
+      const last = world.partitions.length - 1;
+      const pool = world.facts.filter((f) => f.partition !== holdout && f.partition < last && !taken.has(f.id));
+      return { class: kind, replays: rng.sample(pool, few).map((f) => ({ id: f.id, partition: rng.int(f.partition + 1, last) })).sort((x, y) => (x.id < y.id ? -1 : 1)) };
+    }
+    case 'deprecated-key':
+      return { class: kind, ids: rng.sample(world.dimA, Math.max(1, Math.ceil(world.dimA.length / 3))).map((r) => r.id).sort() };
+  }
+}
+
+function drawFault(kind: (typeof FAULT_CLASSES)[number], world: World, holdout: number, rng: Prng): FaultSpec {
   const few = Math.max(1, Math.round(world.facts.length * 0.08));
   // Missing and duplicated records never share ids, so each fault's revert sees its own lines.
   const outside = world.facts.filter((f) => f.partition !== holdout);
