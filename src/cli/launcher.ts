@@ -41,6 +41,7 @@ function loadBundle(bundle: string, command: string | undefined): { main: Main }
   const file = cacheFile(bundle, command);
   // The cache holds what the run that wrote it compiled: `--version` compiles almost nothing, so it leaves the writing to a real command.
   const writeCache = command !== undefined && !['--version', '--help', '-h'].includes(command);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the bundle's path is known only at run time
   if (!file) return require(bundle) as { main: Main };
   const cached = readCache(file);
   const source = readFileSync(bundle, 'utf8').replace(/^#!.*/, '');

@@ -7,7 +7,7 @@ import { VERSION } from '../core/version';
 // The commands (and through them Docker, tracing, the model clients…) are loaded only once a command
 // runs: `tbrl --version` then costs little more than Node's own start.
 async function loadCommands(): Promise<CliCommand[]> {
-  return (await import('./commands/index')).commands;
+  return (await import('./commands/index.js')).commands;
 }
 
 function help(commands: CliCommand[]): string {
