@@ -156,14 +156,17 @@ export function localBackend(run: JobRunConfig, concurrency: number, trialOption
       const releaseReaders = holdSharedReaders();
       const queue = [...trials];
       const sandboxSpecs = new Map<string, Promise<SandboxSpec | undefined>>();
+      const loadedSpecs = new Map<string, SandboxSpec | undefined>();
       const specOf = (t: TrialSpec): Promise<SandboxSpec | undefined> => {
         let s = sandboxSpecs.get(t.task.dir);
-        if (!s) sandboxSpecs.set(t.task.dir, (s = warmableSpec(t.task.dir, trialOptions.env ?? process.env)));
+        if (!s) sandboxSpecs.set(t.task.dir, (s = warmableSpec(t.task.dir, trialOptions.env ?? process.env).then((v) => (loadedSpecs.set(t.task.dir, v), v))));
         return s;
       };
       const prewarm = async (): Promise<void> => {
         if (!pool || signal.aborted || !queue.length) return;
-        const upcoming = (await Promise.all(queue.slice(0, WARM_LOOKAHEAD).map(specOf))).filter((s): s is SandboxSpec => !!s);
+        await Promise.all(queue.slice(0, WARM_LOOKAHEAD).map(specOf));
+        // The queue as it is now: trials that started while the specs loaded have their sandboxes already.
+        const upcoming = queue.slice(0, WARM_LOOKAHEAD).map((t) => loadedSpecs.get(t.task.dir)).filter((s): s is SandboxSpec => !!s);
         if (!signal.aborted) pool.prewarm(upcoming);
       };
       const worker = async (): Promise<void> => {
