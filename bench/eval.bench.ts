@@ -6,7 +6,7 @@
 //   resume  time from `tbrl eval --resume` to the first new trial on a 1,000-trial job directory.
 // Run: npm run build && node --import tsx bench/eval.bench.ts [harbor] [ray] [resume]
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { makeEvalTasks } from '../test/helpers/eval-fixture';
@@ -23,9 +23,9 @@ const only = process.argv.slice(2);
 const want = (s: string): boolean => only.length === 0 || only.includes(s);
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-eval-bench-'));
 
-function tbrl(args: string[]): { sec: number; out: string } {
+function tbrl(args: string[], env: NodeJS.ProcessEnv = process.env): { sec: number; out: string } {
   const t = Date.now();
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env });
   if (r.status !== 0) throw new Error(`tbrl ${args.join(' ')} failed:\n${r.stderr.slice(-3000)}`);
   return { sec: (Date.now() - t) / 1000, out: r.stdout };
 }
@@ -68,6 +68,17 @@ async function harborSection(): Promise<void> {
   if (r.overall.outcomes.passed !== 16) throw new Error(`tbrl eval: expected 16 passed, got ${JSON.stringify(r.overall.outcomes)}`);
 
   const separate = await parallelRuns(tasks, 4, 8);
+  // The same job without the warm sandboxes and the deferred removals (run-job.ts), to show what they are worth.
+  const plain = tbrl(['eval', ...tasks, '--attempts', '4', '--concurrency', '8', '--policy', 'oracle', '--job-dir', join(scratch, 'job-16-plain'), '--json'], { ...process.env, TBRL_EVAL_WARM_POOL: '0' });
+  const poolRow = (): void => row('`tbrl eval`', ours.sec, 16, plain.sec, '`tbrl eval` without warm pool / deferred removal (`TBRL_EVAL_WARM_POOL=0`)');
+  if (!existsSync(HARBOR)) {
+    // Harbor is not set up on every machine (see the README); the comparison with eight `tbrl run`s stands on its own.
+    console.log(`harbor: not installed at ${HARBOR}: only \`tbrl eval\` vs 8 separate \`tbrl run\` is measured; load average ${loadavg()[0].toFixed(1)}`);
+    console.log('\n| 16 oracle trials, 4 tasks, concurrency 8 | measured | baseline | ratio |\n|---|---|---|---|');
+    row('`tbrl eval`', ours.sec, 16, separate, '8 separate `tbrl run`');
+    poolRow();
+    return;
+  }
 
   // The same tasks in Harbor's format, their stand-in base image named directly (Harbor builds with compose, offline).
   const hdir = join(scratch, 'harbor-tasks');
@@ -97,6 +108,7 @@ async function harborSection(): Promise<void> {
   row('`tbrl eval`', ours.sec, 16, harborSec, '`harbor run -n 8`');
   row('`tbrl eval`', ours.sec, 16, separate, '8 separate `tbrl run`');
   row('8 separate `tbrl run`', separate, 16, harborSec, '`harbor run -n 8`');
+  poolRow();
 }
 
 async function raySection(): Promise<void> {
@@ -140,10 +152,9 @@ async function resumeSection(): Promise<void> {
   }
   writeJsonAtomic(join(jobDir, 'results.json'), computeResults(job, records, 0));
   const load = loadavg()[0];
-  const samples: number[] = [];
-  for (let i = 0; i < 5; i++) {
+  const resumeOnce = async (env: NodeJS.ProcessEnv): Promise<number> => {
     const t0 = Date.now();
-    const child = spawn(process.execPath, [CLI, 'eval', '--resume', jobDir, '--json'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(process.execPath, [CLI, 'eval', '--resume', jobDir, '--json'], { stdio: ['ignore', 'pipe', 'ignore'], env });
     const started = await new Promise<boolean>((res) => {
       let buf = '';
       child.stdout.on('data', (d) => {
@@ -153,19 +164,29 @@ async function resumeSection(): Promise<void> {
       child.on('exit', () => res(false));
     });
     if (!started) throw new Error('tbrl eval --resume exited before starting the missing trial');
-    samples.push((Date.now() - t0) / 1000);
+    const sec = (Date.now() - t0) / 1000;
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
     const docker = new DockerSandboxProvider().docker;
     const left = await docker.listContainers({ all: true, filters: { label: [`${LABEL_PID}=${child.pid}`] } });
     await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+    return sec;
+  };
+  // Alternated with a start that compiles the CLI bundle again (no V8 code cache, src/cli/launcher.ts), to show what the cache is worth.
+  const samples: number[] = [];
+  const uncached: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    samples.push(await resumeOnce(process.env));
+    uncached.push(await resumeOnce({ ...process.env, TBRL_CODE_CACHE: '0' }));
   }
   const med = samples.sort((a, b) => a - b)[2];
   // Baseline in the same run: the CLI process starting and exiting (`tbrl --version`), which the resume includes.
   const starts = [0, 1, 2, 3, 4].map(() => tbrl(['--version']).sec).sort((a, b) => a - b);
-  console.log(`\nresume samples ${samples.map((x) => x.toFixed(2)).join(', ')} s; load average ${load.toFixed(1)} -> ${loadavg()[0].toFixed(1)}`);
+  console.log(`\nresume samples ${samples.map((x) => x.toFixed(2)).join(', ')} s (no code cache: ${uncached.map((x) => x.toFixed(2)).join(', ')} s); load average ${load.toFixed(1)} -> ${loadavg()[0].toFixed(1)}`);
   console.log('\n| Resume | measured | baseline | target |\n|---|---|---|---|');
   console.log(`| \`tbrl eval --resume\` on a 1,000-trial job (999 done, 16 KB trajectories) to the first new trial, median of 5 | ${med.toFixed(2)} s (process start included) | \`tbrl --version\` ${starts[2].toFixed(2)} s | < 2 s; ${(med - starts[2]).toFixed(2)} s beyond process start |`);
+  const medUncached = uncached.sort((a, b) => a - b)[2];
+  console.log(`| the same without the V8 code cache (\`TBRL_CODE_CACHE=0\`), alternated with the above | ${medUncached.toFixed(2)} s | with the cache ${med.toFixed(2)} s | **${(medUncached / med).toFixed(2)}x** faster with it |`);
 }
 
 (async () => {

@@ -21,7 +21,9 @@ const common = {
 const builds = [
   // The .vsix has no node_modules: ssh2 (required by docker-modem at load) is replaced by a stand-in that explains itself.
   { ...common, entryPoints: ['src/extension/extension.ts'], outfile: 'dist/extension.js', external: ['cpu-features', 'bufferutil', 'utf-8-validate', 'vscode', 'node-llama-cpp'], alias: { ssh2: './src/extension/ssh2-unavailable.ts' } },
-  { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
+  // `tbrl` is a small launcher (src/cli/launcher.ts) that loads the CLI bundle through a V8 code cache.
+  { ...common, entryPoints: ['src/cli/launcher.ts'], outfile: 'dist/cli.js', sourcemap: false, banner: { js: '#!/usr/bin/env node' } },
+  { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli-main.js' },
   // The CLI the extension runs as a child (Run Evaluation): self-contained like the extension, since the .vsix has no node_modules.
   { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/extension-cli.js', external: ['cpu-features', 'bufferutil', 'utf-8-validate', 'node-llama-cpp'], alias: { ssh2: './src/extension/ssh2-unavailable.ts' } },
 ];

@@ -1,10 +1,16 @@
 import { parseArgs } from 'node:util';
-import { commands } from './commands/index';
+import type { CliCommand } from './command';
 import { UsageError } from './command';
 import { TbrlError } from '../core/errors';
 import { VERSION } from '../core/version';
 
-function help(): string {
+// The commands (and through them Docker, tracing, the model clients…) are loaded only once a command
+// runs: `tbrl --version` then costs little more than Node's own start.
+async function loadCommands(): Promise<CliCommand[]> {
+  return (await import('./commands/index.js')).commands;
+}
+
+function help(commands: CliCommand[]): string {
   const listed = commands.filter((c) => !c.hidden);
   const width = Math.max(...listed.map((c) => c.name.length), 4);
   return [
@@ -19,12 +25,13 @@ function help(): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h') {
-    console.log(help());
-    return 0;
-  }
   if (argv[0] === '--version') {
     console.log(VERSION);
+    return 0;
+  }
+  const commands = await loadCommands();
+  if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h') {
+    console.log(help(commands));
     return 0;
   }
   // Longest match first so `train submit` wins over a hypothetical `train`.
@@ -32,7 +39,7 @@ export async function main(argv: string[]): Promise<number> {
     .sort((a, b) => b.name.split(' ').length - a.name.split(' ').length)
     .find((c) => c.name.split(' ').every((part, i) => argv[i] === part));
   if (!command) {
-    console.error(`tbrl: unknown command '${argv[0]}'.\n\n${help()}`);
+    console.error(`tbrl: unknown command '${argv[0]}'.\n\n${help(commands)}`);
     return 2;
   }
   const rest = argv.slice(command.name.split(' ').length);

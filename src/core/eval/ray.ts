@@ -34,6 +34,8 @@ export function buildEvalBundle(job: JobConfig, trials: TrialSpec[], cluster: Ra
   const entries: ZipEntry[] = [
     { path: 'package.json', data: Buffer.from(JSON.stringify({ name: 'tbrl-studio', private: true }) + '\n') },
     { path: 'dist/cli.js', data: readFileSync(cli) },
+    // dist/cli.js is the launcher; the CLI itself is this bundle next to it.
+    { path: 'dist/cli-main.js', data: readFileSync(join(root, 'dist', 'cli-main.js')) },
     { path: RAY_DRIVER_FILE, data: Buffer.from(RAY_DRIVER_SOURCE) },
     // dist/cli.js leaves ssh2 external (docker-modem requires it at load, only for ssh:// daemons); nodes get a stand-in that says so.
     { path: 'node_modules/ssh2/package.json', data: Buffer.from(JSON.stringify({ name: 'ssh2', version: '0.0.0-tbrl-standin', main: 'index.js' }) + '\n') },

@@ -17,6 +17,9 @@ import { writeTrialExports, writeHarborJob, type ExportOptions } from './interop
 import { rayBackend, type RayEvalCluster } from './ray';
 import { DockerSandboxProvider } from '../sandbox/provider';
 import { holdSharedReaders } from '../sandbox/shared-readers';
+import type { SandboxSpec } from '../sandbox/types';
+import { taskImageSource, taskSandboxSpec } from '../run/task-sandbox';
+import { EvalSandboxPool } from './warm-pool';
 
 export type EvalEvent =
   | { type: 'job-start'; jobDir: string; resumed: boolean; tasks: number; trials: number; toRun: number; alreadyDone: number; retrying: number }
@@ -142,22 +145,61 @@ export function localBackend(run: JobRunConfig, concurrency: number, trialOption
   return {
     name: 'local',
     async run(trials, hooks, signal) {
-      const shared: TrialRunOptions = { ...trialOptions, sandboxProvider: trialOptions.sandboxProvider ?? new DockerSandboxProvider() };
+      // Our own Docker provider gets the warm pool and the deferred removals (warm-pool.ts); a caller's provider is used as given.
+      // TBRL_EVAL_WARM_POOL=0 turns both off (bench/eval.bench.ts measures with and without).
+      const pool = trialOptions.sandboxProvider || process.env.TBRL_EVAL_WARM_POOL === '0' ? undefined : new EvalSandboxPool(new DockerSandboxProvider(), {
+        lookahead: Math.max(1, Math.min(concurrency, WARM_LOOKAHEAD)),
+        maxPendingRemovals: Math.max(2, concurrency),
+        runLabel: `eval-warm-${process.pid}`,
+      });
+      const shared: TrialRunOptions = { ...trialOptions, sandboxProvider: trialOptions.sandboxProvider ?? pool ?? new DockerSandboxProvider(), ...(pool && !trialOptions.deferClose ? { deferClose: pool.deferClose } : {}) };
       const releaseReaders = holdSharedReaders();
       const queue = [...trials];
+      const sandboxSpecs = new Map<string, Promise<SandboxSpec | undefined>>();
+      const loadedSpecs = new Map<string, SandboxSpec | undefined>();
+      const specOf = (t: TrialSpec): Promise<SandboxSpec | undefined> => {
+        let s = sandboxSpecs.get(t.task.dir);
+        if (!s) sandboxSpecs.set(t.task.dir, (s = warmableSpec(t.task.dir, trialOptions.env ?? process.env).then((v) => (loadedSpecs.set(t.task.dir, v), v))));
+        return s;
+      };
+      const prewarm = async (): Promise<void> => {
+        if (!pool || signal.aborted || !queue.length) return;
+        await Promise.all(queue.slice(0, WARM_LOOKAHEAD).map(specOf));
+        // The queue as it is now: trials that started while the specs loaded have their sandboxes already.
+        const upcoming = queue.slice(0, WARM_LOOKAHEAD).map((t) => loadedSpecs.get(t.task.dir)).filter((s): s is SandboxSpec => !!s);
+        if (!signal.aborted) pool.prewarm(upcoming);
+      };
       const worker = async (): Promise<void> => {
         for (let spec = queue.shift(); spec && !signal.aborted; spec = queue.shift()) {
           hooks.onStart(spec);
-          await hooks.onDone(spec, await runTrial(spec, run, shared, signal));
+          const trial = runTrial(spec, run, shared, signal);
+          // The trials just started create their own sandboxes; the ones queued behind them get theirs made meanwhile.
+          void prewarm().catch(() => undefined);
+          await hooks.onDone(spec, await trial);
         }
       };
       try {
         await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, trials.length)) }, worker));
       } finally {
+        await pool?.close();
         await releaseReaders();
       }
     },
   };
+}
+
+/** How many queued trials get a sandbox made ahead (at most the concurrency). */
+const WARM_LOOKAHEAD = 4;
+
+/** The sandbox spec createTaskSandbox will ask for this task, when such a sandbox can be made ahead (no sidecars). */
+async function warmableSpec(dir: string, hostEnv: NodeJS.ProcessEnv): Promise<SandboxSpec | undefined> {
+  try {
+    const task = await loadTask(dir);
+    if (task.harbor?.sidecars.length) return undefined;
+    return { image: taskImageSource(task), runId: '', ...taskSandboxSpec(task, hostEnv) };
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -65,6 +65,12 @@ export interface RunTaskOptions extends RunConfigInput {
   scoreRun?: (sandbox: Sandbox, signal?: AbortSignal) => Promise<RewardRecord>;
   /** Last look at the container before it is removed (e.g. to collect the workspace changes). */
   beforeClose?: (sandbox: Sandbox, outDir: string) => Promise<void>;
+  /**
+   * Takes the sandbox's removal off the run's path: called with the close instead of awaiting it;
+   * the caller owns the close from then on (an eval job awaits every one before it ends). Resolves
+   * once the run may go on (at once, or when the caller's bound on pending removals has room).
+   */
+  deferClose?: (close: () => Promise<void>) => Promise<void>;
 }
 
 export interface RunTaskResult {

@@ -40,7 +40,7 @@ export class DockerSandbox implements Sandbox {
   private readonly container: Docker.Container;
   private readonly runAux: AuxRunner;
   private readonly limits: SandboxLimits;
-  private readonly runId: string;
+  private runId: string;
   private readonly target: string;
   private readonly shell: PersistentShell;
   private readonly frameBash: string;
@@ -322,6 +322,14 @@ export class DockerSandbox implements Sandbox {
   async workspaceChanges(): Promise<string> {
     if (!this.workspace || this.workspace.mode !== 'copy') return '';
     return this.guard('reading the workspace', () => workspacePatch(this, this.workspace!.hostPath, this.workspace!.containerPath));
+  }
+
+  /**
+   * A container made ahead of its run (an eval job's warm pool) takes the run's id: its checkpoints
+   * are labelled with it. The container's own label keeps the pool's id (labels are fixed at create).
+   */
+  adoptRun(runId: string): void {
+    this.runId = runId;
   }
 
   originalImage(): Promise<ImageRef> {

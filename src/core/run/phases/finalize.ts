@@ -10,7 +10,9 @@ const SANDBOX_LOST_CODES = new Set(['DOCKER_DIED', 'CONTAINER_GONE']);
 
 /** Closes the sandbox and stops `tbrl serve`, whatever happened before; their failures are warnings. */
 export async function release(ctx: RunContext): Promise<void> {
-  if (ctx.sandbox) await ctx.sandbox.close().catch((err) => ctx.warn(`Closing the sandbox failed: ${errorMessage(err)}`));
+  const sandbox = ctx.sandbox;
+  if (sandbox && ctx.options.deferClose) await ctx.options.deferClose(() => sandbox.close());
+  else if (sandbox) await sandbox.close().catch((err) => ctx.warn(`Closing the sandbox failed: ${errorMessage(err)}`));
   await ctx.localServer?.stop().catch((err) => ctx.warn(`Stopping tbrl serve failed: ${errorMessage(err)}`));
 }
 
