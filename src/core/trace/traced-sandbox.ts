@@ -279,13 +279,25 @@ class TraceEngine {
     } else {
       // A respawned shell (the agent typed `exit`) lacks the function: the command still runs, untraced.
       const quoted = ansiCQuote(command);
+      // A stopped strace freezes the command at its next traced syscall, and the frame shell after
+      // it: at the timeout (while the shell kills the command) it is found and killed, so the shell
+      // comes back (its opens now fail) and the tracer restart below carries its state over.
+      let stoppedTracer = false;
+      const watch = options.timeoutMs && this.straceShell ? setTimeout(() => {
+        void this.tracerHealth().then(async (h) => {
+          if (h.tracer !== 'stopped' || !h.pid) return;
+          stoppedTracer = true;
+          await this.inner.execArgv(['kill', '-9', String(h.pid)], { timeoutMs: 10_000 }).catch(() => undefined);
+        });
+      }, options.timeoutMs) : undefined;
       result = await this.run(`if builtin declare -F __tbrl_traced >/dev/null 2>&1; then __tbrl_traced ${n} ${quoted}; else builtin eval ${quoted}; fi`, options);
+      clearTimeout(watch);
       window = await this.windows.waitForEnd(n, result.timedOut ? 1000 : Math.min(2000, endTimeout));
       // A dead tracer is checked before asking the shell for a marker: a new shell would start under
       // a strace that has no reader for its FIFO and hang.
       if (!window && this.straceShell) {
         const health = await this.tracerHealth();
-        if (health.tracer !== 'ok') return this.restartTracer(n, command, result, health.tracer);
+        if (health.tracer !== 'ok') return this.restartTracer(n, command, result, stoppedTracer ? 'stopped' : health.tracer);
         if (health.stray.length) notes.push(await this.endStrayTracers(n, command, health.stray));
       }
       if (!window) {
@@ -411,14 +423,14 @@ class TraceEngine {
    * The current traced shell's strace (it lives in the task container, where the agent can kill or
    * stop it), and other straces of ours found stopped. Unknown (no sh in the image) counts as ok.
    */
-  private async tracerHealth(): Promise<{ tracer: 'ok' | 'stopped' | 'dead'; stray: number[] }> {
+  private async tracerHealth(): Promise<{ tracer: 'ok' | 'stopped' | 'dead'; pid?: number; stray: number[] }> {
     const pid = this.straceShell?.pid ?? this.pid;
     const r = await this.inner.execArgv(['sh', '-c', TRACER_STATE, 'tbrl-tracer-state', String(pid)], { timeoutMs: 10_000 }).catch(() => undefined);
     if (!r || r.exitCode !== 0) return { tracer: 'ok', stray: [] };
     const lines = r.output.split('\n');
     const tracer = lines[0].startsWith('dead') ? 'dead' : lines[0].startsWith('stopped') ? 'stopped' : 'ok';
     const stray = lines.filter((l) => l.startsWith('stray ')).map((l) => Number(l.slice(6))).filter((p) => p > 0);
-    return { tracer, stray };
+    return { tracer, pid: Number(lines[0].split(' ')[1]) || undefined, stray };
   }
 
   /**
