@@ -65,10 +65,9 @@ function splitTrace(raw: Duplex, onTrace: (chunk: Buffer) => void): Duplex {
  * strace, whose /proc fds the caged commands cannot open (they lack a capability strace has).
  */
 export class StraceShell {
-  /** Where trace lines go; the engine points it at the current parser. */
-  private onLine: (line: string) => void = () => undefined;
-
   private constructor(
+    /** Where trace lines go (of every strace this shell's respawns start); retarget() moves it. */
+    private readonly route: { onLine: (line: string) => void },
     private readonly shell: PersistentShell,
     private readonly maxOutputBytes: number,
     private readonly inner: Sandbox,
@@ -89,7 +88,7 @@ export class StraceShell {
     const cwd = carry ? (carry.cwd ?? '') : (await inner.exec('builtin printf %s "$PWD"', { timeoutMs: 10_000 })).output;
     const exported = carry ? '' : (await inner.exec('builtin export -p', { timeoutMs: 10_000 })).output;
     const container = docker.getContainer(inner.info.containerId);
-    let self: StraceShell | undefined;
+    const route = { onLine: (_line: string): void => undefined };
 
     const spawn: ShellSpawner = async (dir) => {
       // A fresh copy before every start: the agent (root) can replace files under BUNDLE_DIR, and a
@@ -118,13 +117,13 @@ export class StraceShell {
       const stream = splitTrace(raw, (chunk) => {
         const lines = (carried + chunk.toString('utf8')).split('\n');
         carried = lines.pop() ?? '';
-        for (const line of lines) self?.onLine(line);
+        for (const line of lines) route.onLine(line);
       });
       return { stream, exitCode: async () => (await exec.inspect().catch(() => undefined))?.ExitCode ?? null };
     };
     const aux = containerAuxRunner(container);
     const shell = new PersistentShell(spawn, aux, cwd || undefined);
-    self = new StraceShell(shell, options.maxOutputBytes ?? DEFAULT_LIMITS.maxOutputBytes, inner);
+    const self = new StraceShell(route, shell, options.maxOutputBytes ?? DEFAULT_LIMITS.maxOutputBytes, inner);
     const restore = carry ? restoreFrom(carry) : `${exported}\nbuiltin cd -- ${ansiCQuote(cwd || '/')}`;
     const r = await self.run(restore, { timeoutMs: 30_000 });
     if (!carry && r.exitCode !== 0) throw new Error(`could not carry the shell state over: ${r.output.slice(0, 200)}`);
@@ -133,7 +132,7 @@ export class StraceShell {
 
   /** Trace lines of this shell's strace (and of the straces of shells it respawns) go to `onLine`. */
   retarget(onLine: (line: string) => void): void {
-    this.onLine = onLine;
+    this.route.onLine = onLine;
   }
 
   async run(command: string, options: ExecOptions = {}): Promise<ExecResult> {
