@@ -293,8 +293,8 @@ class TraceEngine {
       result = await this.run(`if builtin declare -F __tbrl_traced >/dev/null 2>&1; then __tbrl_traced ${n} ${quoted}; else builtin eval ${quoted}; fi`, options);
       clearTimeout(watch);
       window = await this.windows.waitForEnd(n, result.timedOut ? 1000 : Math.min(2000, endTimeout));
-      // A dead tracer is checked before asking the shell for a marker: a new shell would start under
-      // a strace that has no reader for its FIFO and hang.
+      // The tracer is checked before asking the shell for a marker: without it the shell's opens
+      // fail (the marker among them), and a stopped one would freeze the marker command too.
       if (!window && this.straceShell) {
         const health = await this.tracerHealth();
         if (health.tracer !== 'ok') return this.restartTracer(n, command, result, stoppedTracer ? 'stopped' : health.tracer);
