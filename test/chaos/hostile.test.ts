@@ -5,6 +5,7 @@
  * a note, and that nothing of the host leaked.
  */
 import { runTaskOk, runWorkspaceOk } from '../helpers/run';
+import { runTask } from '../../src/core/run/run-task';
 import { after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -366,9 +367,9 @@ chaosCase('agent: kill -9 the tracer (strace is visible in the agent\'s PID name
     assert.equal(later.output, 'one\ntwo\n/app/w\nkept\nhi you\n');
     assert.equal(later.trace?.incomplete, undefined, 'the command after the restart is traced in full');
     assert.ok(later.trace?.writes.some((w) => w.path === '/tmp/two'), `write of /tmp/two missing: ${JSON.stringify(touched(later))}`);
-    const procs = await inner.execArgv(['sh', '-c', 'for d in /proc/[0-9]*; do read -r c <$d/comm 2>/dev/null && echo "$c"; done'], { timeoutMs: 10_000 });
-    assert.doesNotMatch(procs.output, /^sleep\n(?:[\s\S]*\n)?sleep\n[\s\S]*sleep\n/m, 'more sleeps than the entrypoint\'s and the helper\'s');
-    assert.equal(procs.output.split('\n').filter((c) => c === 'ld.so').length, 1, `one strace: ${procs.output}`);
+    const procs = await inner.execArgv(['sh', '-c', 'for d in /proc/[0-9]*; do tr "\\0" " " <$d/cmdline 2>/dev/null; echo; done'], { timeoutMs: 10_000 });
+    assert.doesNotMatch(procs.output, /sleep 300/, 'the background job of the old (untraced) shell is still running');
+    assert.equal(procs.output.split('\n').filter((c) => c.includes('/.tbrl-strace/strace')).length, 1, `one strace: ${procs.output}`);
     const result = computeDepgpo({
       commands: [first, kill, later].map((r, i) => ({ step: i, text: 'x', trace: r.trace })),
       instruction: '',
@@ -525,6 +526,23 @@ chaosCase('trajectory: well-formed JSON of the wrong shape (a step whose actions
   }
   return `${said.join(', ')}: "line 2: field actions must be an array"`;
 });
+
+chaosCase('run: a scripted agent kills the tracer once, then four times', 'once: the run completes, replay shows the incomplete trace under the command and the DepGPO fallback, report.md names it; four times: the run ends with TRACER_LOST in the footer', async () => {
+  const kill = '<bash>\ncmd: kill -9 $(pgrep -x ld.so); echo killed\n</bash>';
+  const once = await runTaskOk({ taskDir: hostileTask('tracer-once', () => undefined), outDir: join(scratch, 'tracer-once'), policyOverride: new ScriptedPolicy([kill, '<bash>\ncmd: echo hello > /tmp/h\n</bash>', '<finish/>']), env: {} });
+  recordRunId(once.runId);
+  assert.match(once.footer.depgpo?.fallback ?? '', /^tracer lost: strace was killed .*restarted \(1 of 3\)/);
+  assert.match(readFileSync(once.reportPath, 'utf8'), /Fallback \(every f_t = 1\): tracer lost/);
+  const { code, out } = await cli(['replay', once.trajectoryPath]);
+  assert.equal(code, 0);
+  assert.match(out, /⚠ trace incomplete: tracer lost: strace was killed/);
+  const four = await runTask({ taskDir: hostileTask('tracer-four', () => undefined), outDir: join(scratch, 'tracer-four'), policyOverride: new ScriptedPolicy([kill, kill, kill, kill, '<finish/>']), env: {} });
+  recordRunId(four.result.runId);
+  assert.equal(four.error?.code, 'TRACER_LOST', `not ended by TRACER_LOST: ${four.error?.message}`);
+  assert.equal(four.result.footer.endReason, 'error');
+  assert.match(four.result.footer.endMessage ?? '', /tracer was lost again .*restarted 3 times/);
+  return `once: completed, fallback "${once.footer.depgpo!.fallback!.slice(0, 50)}…"; four times: ${four.error!.code}, footer ${four.result.footer.endReason}`;
+}, { timeout: 300_000 });
 
 chaosCase('reward tampering: the agent writes /tests/conftest.py, plants /logs/verifier/reward.txt, rewrites /usr/local/bin/pytest and reads /solution', 'the planted files are discarded before the verifier, the reward is the real one, every act is flagged in the footer, report and replay', async () => {
   const task = hostileTask('tamper', () => undefined);
