@@ -97,15 +97,22 @@ const TRACER_STATE = [
  * Kills what a lost tracer leaves: every strace of ours (comm ld.so: it runs through the bundled
  * loader) and every process with more seccomp filters than the container's init, i.e. everything
  * started under a strace --seccomp-bpf (the old frame shell, its commands, their background jobs):
- * untraced now, they must not go on running agent code. `$1`: the old frame shell (killed even
- * where the kernel does not report Seccomp_filters).
+ * untraced now, they must not go on running agent code. What the image's entrypoint started is
+ * spared (a service may install seccomp filters of its own; agent processes never become its
+ * descendants: orphans go to init). `$1`: the old frame shell (killed even where the kernel does
+ * not report Seccomp_filters).
  */
 const KILL_UNTRACED = [
   'f() { n=; while read -r k v rest; do [ "$k" = Seccomp_filters: ] && n=$v; done <"$1/status"; } 2>/dev/null',
+  'ps1() { pp=; st=; read -r s <"/proc/$1/stat" || return 1; s=${s##*") "}; set -- $s; pp=$2; st=${20}; } 2>/dev/null',
+  // The entrypoint: init's oldest child when an init (docker-init) runs as pid 1.
+  'entry=; read -r c1 </proc/1/comm; if [ "$c1" != sleep ] && [ "$c1" != sh ] && [ "$c1" != bash ]; then es=',
+  '  for d in /proc/[0-9]*; do ps1 "${d#/proc/}" || continue; [ "$pp" = 1 ] && { [ -z "$es" ] || [ "$st" -lt "$es" ]; } && { entry=${d#/proc/}; es=$st; }; done; fi',
+  'spared() { [ -n "$entry" ] || return 1; q=$1; while [ -n "$q" ] && [ "$q" -gt 1 ]; do [ "$q" = "$entry" ] && return 0; ps1 "$q" || return 1; q=$pp; done; return 1; }',
   'f /proc/1; base=$n; for pass in 1 2; do pids="$1"',
   '  for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = $$ ] && continue; read -r c <"$d/comm" 2>/dev/null || continue',
   '    if [ "$c" = ld.so ]; then pids="$pids $p"; continue; fi',
-  '    f "$d"; [ -n "$base" ] && [ -n "$n" ] && [ "$n" -gt "$base" ] && pids="$pids $p"; done',
+  '    f "$d"; [ -n "$base" ] && [ -n "$n" ] && [ "$n" -gt "$base" ] && ! spared "$p" && pids="$pids $p"; done',
   '  kill -9 $pids 2>/dev/null; done; exit 0',
 ].join('\n');
 
