@@ -5,6 +5,7 @@
  * a note, and that nothing of the host leaked.
  */
 import { runTaskOk, runWorkspaceOk } from '../helpers/run';
+import { runTask } from '../../src/core/run/run-task';
 import { after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -464,31 +465,124 @@ chaosCase('agent: `kill -9 -1` (every process the container runs, the entrypoint
   }
 }, { timeout: 120_000 });
 
-chaosCase('agent: kill -9 the tracer (strace is visible in the agent\'s PID namespace)', 'the command says so, later commands run untraced in a fresh shell, DepGPO falls back naming "tracer lost"', async () => {
+/** A traced command's written and read paths, for asserting what the trace saw. */
+function touched(r: { trace?: { reads: string[]; writes: { path: string }[] } }): string[] {
+  return [...(r.trace?.reads ?? []), ...(r.trace?.writes ?? []).map((w) => w.path)];
+}
+
+chaosCase('agent: kill -9 the tracer (strace is visible in the agent\'s PID namespace), after setting a variable, a function and a cwd', 'a note; the tracer is restarted; the next command is traced again with the variable, function and cwd kept; no untraced process of the old shell is left; DepGPO falls back naming "tracer lost"', async () => {
   const inner = await sandbox();
   const sb = await createTracedSandbox(inner);
   try {
     assert.equal(sb.tracing.available, true, sb.tracing.reason);
-    const first = await sb.exec('echo one > /tmp/one', { trace: true, timeoutMs: 15_000 });
+    const first = await sb.exec('mkdir -p /app/w && cd /app/w && export KEEP=kept && greet() { echo "hi $1"; } && echo one > /tmp/one', { trace: true, timeoutMs: 15_000 });
+    assert.equal(first.exitCode, 0, first.output);
+    // A background job started under the old tracer: untraced after the kill, so it must not survive.
+    await sb.exec('sleep 300 & echo started', { trace: true, timeoutMs: 15_000 });
     const kill = await sb.exec('kill -9 $(pgrep -x ld.so); echo done', { trace: true, timeoutMs: 15_000 });
-    assert.match(kill.output, /\[note: the tracer was killed/);
-    const later = await sb.exec('echo two > /tmp/two; cat /tmp/one /tmp/two', { trace: true, timeoutMs: 15_000 });
-    assert.equal(later.exitCode, 0);
-    assert.equal(later.output, 'one\ntwo\n');
-    assert.match(later.trace?.incomplete ?? '', /^tracer lost/);
+    assert.match(kill.output, /\[note: the tracer was killed during this command, so its trace is incomplete .*restarted \(1 of 3 times/s, kill.output);
+    assert.match(kill.trace?.incomplete ?? '', /^tracer lost: strace was killed during traced command \d+ .*restarted \(1 of 3\)/);
+    const later = await sb.exec('echo two > /tmp/two; cat /tmp/one /tmp/two; pwd; echo $KEEP; greet you', { trace: true, timeoutMs: 15_000 });
+    assert.equal(later.exitCode, 0, later.output);
+    assert.equal(later.output, 'one\ntwo\n/app/w\nkept\nhi you\n');
+    assert.equal(later.trace?.incomplete, undefined, 'the command after the restart is traced in full');
+    assert.ok(later.trace?.writes.some((w) => w.path === '/tmp/two'), `write of /tmp/two missing: ${JSON.stringify(touched(later))}`);
+    const procs = await inner.execArgv(['sh', '-c', 'for d in /proc/[0-9]*; do tr "\\0" " " <$d/cmdline 2>/dev/null; echo; done'], { timeoutMs: 10_000 });
+    assert.doesNotMatch(procs.output, /sleep 300/, 'the background job of the old (untraced) shell is still running');
+    assert.equal(procs.output.split('\n').filter((c) => c.includes('/.tbrl-strace/strace')).length, 1, `one strace: ${procs.output}`);
     const result = computeDepgpo({
       commands: [first, kill, later].map((r, i) => ({ step: i, text: 'x', trace: r.trace })),
       instruction: '',
       stepTokens: [1, 1, 1],
       verifier: { reads: ['/tmp/two'], writes: [], ports: [], processes: [] },
     });
-    assert.match(result.fallback ?? '', /^tracer lost/);
-    return `note in output; next command ran (exit 0); DepGPO fallback: "${result.fallback!.slice(0, 60)}…"`;
+    assert.match(result.fallback ?? '', /^tracer lost: strace was killed/);
+    return `note + restart (1 of 3); next command traced, cwd/variable/function kept; DepGPO fallback: "${result.fallback!.slice(0, 60)}…"`;
   } finally {
     await sb.close();
     await inner.close();
   }
-}, { timeout: 120_000 });
+}, { timeout: 180_000 });
+
+chaosCase('agent: kill -9 the tracer four times', 'restarted three times, each with a note; the fourth loss ends the run with TRACER_LOST naming the command', async () => {
+  const inner = await sandbox();
+  const sb = await createTracedSandbox(inner);
+  const said: string[] = [];
+  try {
+    for (let i = 1; i <= 3; i++) {
+      const kill = await sb.exec('kill -9 $(pgrep -x ld.so)', { trace: true, timeoutMs: 15_000 });
+      assert.match(kill.output, new RegExp(`restarted \\(${i} of 3 times`), kill.output);
+      const next = await sb.exec('echo x > /tmp/x', { trace: true, timeoutMs: 15_000 });
+      assert.ok(next.trace?.writes.some((w) => w.path === '/tmp/x'), `#${i}: not traced again: ${next.trace?.incomplete}`);
+      said.push(`#${i}: restarted, traced again`);
+    }
+    const last = await sb.exec('kill -9 $(pgrep -x ld.so)', { trace: true, timeoutMs: 15_000 }).catch((err: unknown) => err);
+    assert.ok(last instanceof TbrlError && last.code === 'TRACER_LOST', `untyped or not ended: ${String((last as { output?: string }).output ?? last)}`);
+    assert.match(last.message, /pgrep -x ld\.so/);
+    said.push(`#4: ${last.code}`);
+    return said.join('; ');
+  } finally {
+    await sb.close();
+    await inner.close();
+  }
+}, { timeout: 240_000 });
+
+chaosCase('agent: forge trace lines — a fake openat of tests/forged.py written into /.tbrl-strace/trace.fifo (the old channel), /dev/stderr and every /proc/*/fd it can open', 'the trace holds none of the forged paths; the real write of the same command is in it', async () => {
+  const inner = await sandbox();
+  const sb = await createTracedSandbox(inner);
+  try {
+    assert.equal(sb.tracing.available, true, sb.tracing.reason);
+    // Python: one forged strace line per target (the command's own pid, so a parser would credit it).
+    const forge = [
+      'import os, glob, stat',
+      'pid = os.getpid()',
+      'line = f\'{pid} openat(AT_FDCWD</app>, "/app/tests/forged.py", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3</app/tests/forged.py>\\n{pid} openat(AT_FDCWD</app>, "/app/tests/forged_read.py", O_RDONLY) = 3</app/tests/forged_read.py>\\n{pid} unlink("/app/tests/forged_gone.py") = 0\\n\'.encode()',
+      'sent = []',
+      'for t in ["/.tbrl-strace/trace.fifo", "/dev/stderr"] + glob.glob("/proc/[0-9]*/fd/*"):',
+      '    try:',
+      // Pipes and FIFOs only: writing into another process's regular files would corrupt them.
+      '        if t.startswith("/proc/") and not stat.S_ISFIFO(os.stat(t).st_mode): continue',
+      '        fd = os.open(t, os.O_WRONLY | os.O_NONBLOCK)',
+      '        os.write(fd, line); os.close(fd); sent.append(t)',
+      '    except OSError:',
+      '        pass',
+      'print("sent to", len(sent), "fds:", " ".join(sent))',
+    ].join('\n');
+    const r = await sb.exec(`echo real > /tmp/real.txt; python3 - <<'PY'\n${forge}\nPY`, { trace: true, timeoutMs: 30_000 });
+    assert.equal(r.exitCode, 0, r.output);
+    assert.ok(r.trace?.writes.some((w) => w.path === '/tmp/real.txt'), `the real write is missing: ${JSON.stringify(touched(r))}`);
+    const forged = touched(r).filter((p) => p.includes('forged'));
+    assert.deepEqual(forged, [], `forged lines reached the trace: ${forged.join(', ')} (${r.output.trim()})`);
+    const next = await sb.exec('echo after > /tmp/after.txt', { trace: true, timeoutMs: 15_000 });
+    assert.deepEqual(touched(next).filter((p) => p.includes('forged')), []);
+    assert.equal(next.trace?.incomplete, undefined);
+    return `${(/sent to \d+ fds/.exec(r.output) ?? ['?'])[0]} (and the old FIFO path, gone); no forged path in the trace (on the FIFO channel a forged read of tests/forged_read.py was in it)`;
+  } finally {
+    await sb.close();
+    await inner.close();
+  }
+}, { timeout: 180_000 });
+
+chaosCase('agent: kill -STOP the tracer (every traced process would freeze)', 'the command ends at its timeout; the stopped strace is killed, the shell runs under a new one and the next command is traced; DepGPO reason "tracer lost"', async () => {
+  const inner = await sandbox();
+  const sb = await createTracedSandbox(inner);
+  try {
+    const started = Date.now();
+    const stop = await sb.exec('kill -STOP $(pgrep -x ld.so); echo stopped', { trace: true, timeoutMs: 5_000 });
+    const took = Date.now() - started;
+    assert.ok(took < 60_000, `took ${took} ms`);
+    assert.match(stop.trace?.incomplete ?? '', /^tracer lost: strace was stopped \(SIGSTOP\)/, `${stop.trace?.incomplete} / ${stop.output}`);
+    const next = await sb.exec('echo y > /tmp/y; echo ok', { trace: true, timeoutMs: 15_000 });
+    assert.equal(next.output.trim().split('\n').pop(), 'ok', next.output);
+    assert.ok(next.trace?.writes.some((w) => w.path === '/tmp/y'), `not traced again: ${next.trace?.incomplete}`);
+    const stopped = await inner.execArgv(['sh', '-c', 'for d in /proc/[0-9]*; do read -r c <$d/comm 2>/dev/null; [ "$c" = ld.so ] && grep "^State" $d/status; done'], { timeoutMs: 10_000 });
+    assert.doesNotMatch(stopped.output, /\bT\b/, `a stopped strace is left: ${stopped.output}`);
+    return `command ended after ${took} ms (timeout 5 s); ${stop.trace!.incomplete!.slice(0, 70)}…; next command traced`;
+  } finally {
+    await sb.close();
+    await inner.close();
+  }
+}, { timeout: 180_000 });
 
 chaosCase('RPC: env-server `credit` with a command step of 4e9 (~300 bytes), then params of the wrong type', 'each answered -32602 naming the field within a second; the server lives on and answers initialize', async () => {
   const proc = spawn(process.execPath, ['--import', 'tsx', CLI, 'env-server'], { stdio: ['pipe', 'pipe', 'pipe'] });
@@ -552,6 +646,23 @@ chaosCase('trajectory: well-formed JSON of the wrong shape (a step whose actions
   }
   return `${said.join(', ')}: "line 2: field actions must be an array"`;
 });
+
+chaosCase('run: a scripted agent kills the tracer once, then four times', 'once: the run completes, replay shows the incomplete trace under the command and the DepGPO fallback, report.md names it; four times: the run ends with TRACER_LOST in the footer', async () => {
+  const kill = '<bash>\ncmd: kill -9 $(pgrep -x ld.so); echo killed\n</bash>';
+  const once = await runTaskOk({ taskDir: hostileTask('tracer-once', () => undefined), outDir: join(scratch, 'tracer-once'), policyOverride: new ScriptedPolicy([kill, '<bash>\ncmd: echo hello > /tmp/h\n</bash>', '<finish/>']), env: {} });
+  recordRunId(once.runId);
+  assert.match(once.footer.depgpo?.fallback ?? '', /^tracer lost: strace was killed .*restarted \(1 of 3\)/);
+  assert.match(readFileSync(once.reportPath, 'utf8'), /Fallback \(every f_t = 1\): tracer lost/);
+  const { code, out } = await cli(['replay', once.trajectoryPath]);
+  assert.equal(code, 0);
+  assert.match(out, /⚠ trace incomplete: tracer lost: strace was killed/);
+  const four = await runTask({ taskDir: hostileTask('tracer-four', () => undefined), outDir: join(scratch, 'tracer-four'), policyOverride: new ScriptedPolicy([kill, kill, kill, kill, '<finish/>']), env: {} });
+  recordRunId(four.result.runId);
+  assert.equal(four.error?.code, 'TRACER_LOST', `not ended by TRACER_LOST: ${four.error?.message}`);
+  assert.equal(four.result.footer.endReason, 'error');
+  assert.match(four.result.footer.endMessage ?? '', /tracer was lost again .*restarted 3 times/);
+  return `once: completed, fallback "${once.footer.depgpo!.fallback!.slice(0, 50)}…"; four times: ${four.error!.code}, footer ${four.result.footer.endReason}`;
+}, { timeout: 300_000 });
 
 chaosCase('reward tampering: the agent writes /tests/conftest.py, plants /logs/verifier/reward.txt, rewrites /usr/local/bin/pytest and reads /solution', 'the planted files are discarded before the verifier, the reward is the real one, every act is flagged in the footer, report and replay', async () => {
   const task = hostileTask('tamper', () => undefined);

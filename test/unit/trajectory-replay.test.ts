@@ -47,3 +47,15 @@ test('replay of a run without a judge does not explain a judge', () => {
   const text = formatTrajectory(trajectory([step(0)], { reward: { weights: { tests: 1, judge: 0 }, total: 1, tests: 1, judge: { missing: 'no judge configured' } } }));
   assert.match(text, /Breakdown: 1 × tests 1\.000 = 1\.000\nOutcome: passed\nTokens/);
 });
+
+test('replay says under the command where its trace is incomplete (a tracer killed and restarted), and the DepGPO fallback', () => {
+  const lost = 'tracer lost: strace was killed during traced command 2 (kill -9 $(pgrep -x ld.so)); restarted (1 of 3)';
+  const actions = [
+    { kind: 'bash', input: { cmd: 'kill -9 $(pgrep -x ld.so)' }, observation: '[note: the tracer was killed during this command]', ok: true, durationMs: 5, trace: { reads: [], writes: [], stdoutValues: [], ports: [], processes: [], incomplete: lost } },
+    { kind: 'bash', input: { cmd: 'ls' }, observation: 'a', ok: true, durationMs: 5, trace: { reads: [], writes: [], stdoutValues: [], ports: [], processes: [] } },
+  ] as unknown as StepRecord['actions'];
+  const text = formatTrajectory(trajectory([step(0, { actions })], { depgpo: { factors: [1], fallback: lost } as unknown as TrajectoryFooter['depgpo'] }));
+  assert.equal(text.split('⚠ trace incomplete').length, 2, 'said once, under the command that lost it');
+  assert.match(text, /\[note: the tracer was killed during this command\]\n {2}⚠ trace incomplete: tracer lost: strace was killed during traced command 2/);
+  assert.match(text, /DepGPO factors: 1\.00 \(fallback: tracer lost: strace was killed/);
+});

@@ -34,7 +34,8 @@ const HANDLERS: Record<ActionTag, Handler> = {
 };
 
 /** Error codes after which no further action can succeed in this sandbox. */
-const FATAL_CODES = new Set(['DOCKER_DIED', 'DOCKER_UNAVAILABLE', 'CONTAINER_GONE', 'DISK_FULL']);
+// TRACER_LOST: the agent stopped its tracer more often than it is restarted (trace/traced-sandbox.ts).
+const FATAL_CODES = new Set(['DOCKER_DIED', 'DOCKER_UNAVAILABLE', 'CONTAINER_GONE', 'DISK_FULL', 'TRACER_LOST']);
 
 export function isFatalSandboxError(err: unknown): boolean {
   return FATAL_CODES.has((err as { code?: string })?.code ?? '');

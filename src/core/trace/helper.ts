@@ -87,7 +87,6 @@ class FifoSource {
  */
 export class StraceHelper {
   private strace?: { stream: Duplex; pid: number };
-  private relayTarget?: (line: string) => void;
   /** Set while trace lines come through the FIFO; cleared when falling back to the exec stream. */
   private fifo?: FifoSource;
 
@@ -215,52 +214,6 @@ export class StraceHelper {
       const why = stderr.trim() || (outcome === 'timeout' ? 'no answer from strace' : 'strace exited');
       throw new TracerUnavailable(`strace could not attach to the shell (pid ${pid}): ${why}`);
     }
-  }
-
-  /**
-   * Shell mode: strace runs inside the task container as the parent of a shell and writes to a FIFO
-   * there; the helper relays that FIFO (seen through /proc/1/root, same PID namespace) to us,
-   * reopening it whenever strace restarts with a new shell.
-   */
-  async relay(containerFifo: string, onLine: (line: string) => void): Promise<void> {
-    this.detach();
-    const target = this.fifo ? `${FIFO_MOUNT}/${FIFO_NAME}` : '/dev/stdout';
-    const source = `/proc/1/root${containerFifo}`;
-    // The FIFO must exist before strace opens its -o path, or strace would create a regular file
-    // there and fill it without bound: create it and wait for that before relaying.
-    const mk = await this.container.exec({ Cmd: ['sh', '-c', '[ -p "$1" ] || { rm -f "$1"; mkfifo -m 666 "$1"; }', 'tbrl-mkfifo', source], AttachStdout: true, AttachStderr: true });
-    await new Promise<void>((resolve, reject) => {
-      mk.start({ hijack: true, stdin: false }, (err, stream) => {
-        if (err || !stream) return reject(err ?? new Error('no stream'));
-        stream.on('end', () => resolve());
-        stream.on('close', () => resolve());
-        stream.on('error', reject);
-        stream.resume();
-      });
-    });
-    if ((await mk.inspect()).ExitCode !== 0) throw new Error(`could not create the trace FIFO ${containerFifo} in the task container`);
-    const exec = await this.container.exec({
-      Cmd: ['sh', '-c', 'while :; do cat "$1" || sleep 0.2; done > "$2"', 'tbrl-relay', source, target],
-      AttachStdout: true,
-      AttachStderr: true,
-    });
-    this.retarget(onLine);
-    const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Duplex;
-    this.strace = { stream, pid: 0 };
-    let carry = '';
-    const demux = new DockerDemuxer((kind, payload) => {
-      if (kind !== 'stdout') return;
-      const lines = (carry + payload.toString('utf8')).split('\n');
-      carry = lines.pop() ?? '';
-      for (const line of lines) this.relayTarget?.(line);
-    });
-    stream.on('data', (chunk: Buffer) => demux.push(chunk));
-  }
-
-  /** Lets the relay's target see lines again after a new parser took over. */
-  retarget(onLine: (line: string) => void): void {
-    this.relayTarget = onLine;
-    this.fifo?.listen(onLine);
   }
 
   detach(): void {

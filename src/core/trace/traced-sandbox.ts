@@ -15,7 +15,8 @@ import type { CommandTrace, VerifierTrace } from './types';
 import { TraceWindows, type TraceWindow } from './windows';
 import { BatchReader } from './batch-reader';
 import { ansiCQuote } from '../sandbox/bash-quote';
-import { CONTAINER_FIFO, StraceShell } from './strace-shell';
+import { StraceShell } from './strace-shell';
+import { TbrlError } from '../errors';
 
 export interface TracedSandboxOptions {
   /** Docker client; defaults to DOCKER_HOST or /var/run/docker.sock like the sandbox. */
@@ -63,6 +64,59 @@ const PID_TAG = '__TBRL_TRACE_PID__ ';
 /** `trace.incomplete` of commands after the tracer died: DepGPO falls back with this reason (depgpo/compute.ts). */
 export const TRACER_LOST = 'tracer lost';
 /**
+ * A lost tracer (killed, or stopped with SIGSTOP) is restarted with a new traced shell this many
+ * times a sandbox, like the container after `kill -9 -1`; the next loss ends the run with a
+ * TRACER_LOST error, since running the agent on untraced would blind the tampering flags.
+ */
+export const MAX_TRACER_RESTARTS = 3;
+
+/** The run cannot go on traced: the agent stopped its tracer more often than it is restarted. */
+export class TracerLostError extends TbrlError {
+  constructor(detail: string) {
+    super(
+      'TRACER_LOST',
+      `The tracer was lost again (${detail}) after it had been restarted ${MAX_TRACER_RESTARTS} times; the run ends here rather than go on untraced.`,
+      'the agent kills or stops strace (visible in its PID namespace); a run that must survive this can be made with tracing off (`trace: false`), which also turns DepGPO off.',
+    );
+  }
+}
+
+/**
+ * Prints the state of the tracer of the frame shell `$1` ("ok PID", "stopped PID" or "dead"), then
+ * one line per other strace of ours that is stopped. Plain sh and /proc (task images may lack ps).
+ */
+const TRACER_STATE = [
+  'st() { s=; t=; while read -r k v rest; do case $k in State:) s=$v;; TracerPid:) t=$v;; esac; done <"/proc/$1/status"; } 2>/dev/null',
+  'st "$1"; tr=$t',
+  'if [ -z "$tr" ] || [ "$tr" = 0 ]; then echo dead; else st "$tr"; case $s in T|t) echo "stopped $tr";; "") echo dead;; *) echo "ok $tr";; esac; fi',
+  'for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = "$tr" ] && continue; read -r c <"$d/comm" 2>/dev/null || continue',
+  '  [ "$c" = ld.so ] || continue; st "$p"; case $s in T|t) echo "stray $p";; esac; done',
+].join('\n');
+
+/**
+ * Kills what a lost tracer leaves: every strace of ours (comm ld.so: it runs through the bundled
+ * loader) and every process with more seccomp filters than the container's init, i.e. everything
+ * started under a strace --seccomp-bpf (the old frame shell, its commands, their background jobs):
+ * untraced now, they must not go on running agent code. What the image's entrypoint started is
+ * spared (a service may install seccomp filters of its own; agent processes never become its
+ * descendants: orphans go to init). `$1`: the old frame shell (killed even where the kernel does
+ * not report Seccomp_filters).
+ */
+const KILL_UNTRACED = [
+  'f() { n=; while read -r k v rest; do [ "$k" = Seccomp_filters: ] && n=$v; done <"$1/status"; } 2>/dev/null',
+  'ps1() { pp=; st=; read -r s <"/proc/$1/stat" || return 1; s=${s##*") "}; set -- $s; pp=$2; st=${20}; } 2>/dev/null',
+  // The entrypoint: init's oldest child when an init (docker-init) runs as pid 1.
+  'entry=; read -r c1 </proc/1/comm; if [ "$c1" != sleep ] && [ "$c1" != sh ] && [ "$c1" != bash ]; then es=',
+  '  for d in /proc/[0-9]*; do ps1 "${d#/proc/}" || continue; [ "$pp" = 1 ] && { [ -z "$es" ] || [ "$st" -lt "$es" ]; } && { entry=${d#/proc/}; es=$st; }; done; fi',
+  'spared() { [ -n "$entry" ] || return 1; q=$1; while [ -n "$q" ] && [ "$q" -gt 1 ]; do [ "$q" = "$entry" ] && return 0; ps1 "$q" || return 1; q=$pp; done; return 1; }',
+  'f /proc/1; base=$n; for pass in 1 2; do pids="$1"',
+  '  for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = $$ ] && continue; read -r c <"$d/comm" 2>/dev/null || continue',
+  '    if [ "$c" = ld.so ]; then pids="$pids $p"; continue; fi',
+  '    f "$d"; [ -n "$base" ] && [ -n "$n" ] && [ "$n" -gt "$base" ] && ! spared "$p" && pids="$pids $p"; done',
+  '  kill -9 $pids 2>/dev/null; done; exit 0',
+].join('\n');
+
+/**
  * Runs a command between two marker opens inside its command process (the frame shell runs each
  * command in a child bash that inherits the functions defined before, this one included). A
  * `set -e` carried in the command stops it before the end marker; the caller then marks the end
@@ -100,17 +154,15 @@ export async function createTracedSandbox(inner: Sandbox, options: TracedSandbox
     let shell: StraceShell | undefined;
     let shellFailure = '';
     if ((options.mode ?? 'shell') === 'shell') {
-      const h = helper;
-      shell = await StraceShell.start(inner, docker, h, { maxOutputBytes: options.maxOutputBytes, beforeSpawn: () => h.relay(CONTAINER_FIFO, () => undefined) })
+      shell = await StraceShell.start(inner, docker, helper, { maxOutputBytes: options.maxOutputBytes })
         .catch((err: Error) => {
           shellFailure = `; shell mode unavailable (${err.message.split('\n')[0]})`;
-          h.detach();
           return undefined;
         });
     }
     const engine = await TraceEngine.start(inner, helper, docker, options, shell);
     const method = shell ? SHELL_METHOD : METHOD;
-    return new Traced(inner, engine, { available: true, method: `${method}; lines via ${helper.transport}${shellFailure}` });
+    return new Traced(inner, engine, { available: true, method: `${method}; lines via ${shell ? 'strace\'s stderr on the exec stream' : helper.transport}${shellFailure}` });
   } catch (err) {
     await helper?.remove();
     const reason = err instanceof TracerUnavailable ? err.reason : `tracer failed to start: ${(err as Error).message}`;
@@ -137,13 +189,18 @@ class TraceEngine {
 
   /** Shell mode: the shell's pid, learned from the shell itself. */
   private pid = 0;
-  /** Set once strace is found dead (the agent sees and can kill it): why, for every later trace. */
+  /** Set once strace is found dead and could not be restarted: why, for every later trace. */
   lost?: string;
+  /** How often the tracer was restarted after the agent killed or stopped it. */
+  tracerRestarts = 0;
+  /** Shell mode: the traced shell's state directory, learned from the shell (a restart carries it over). */
+  private stateDir?: string;
 
   private constructor(
     private readonly inner: Sandbox,
     private readonly helper: StraceHelper,
-    readonly straceShell: StraceShell | undefined,
+    private readonly docker: Docker,
+    public straceShell: StraceShell | undefined,
     private windows: TraceWindows,
     readonly history: FileHistory,
     private readonly reader: BatchReader | undefined,
@@ -156,7 +213,7 @@ class TraceEngine {
     // Without the batch reader, written files are read one archive call each: slower, same result.
     const reader = await BatchReader.start(helper.container).catch(() => undefined);
     const history = new FileHistory(docker, inner.info.image, (p) => inner.getArchive(p), reader, helper.container.id);
-    const engine = new TraceEngine(inner, helper, shell, new TraceWindows(0, '/', 0), history, reader, log, options);
+    const engine = new TraceEngine(inner, helper, docker, shell, new TraceWindows(0, '/', 0), history, reader, log, options);
     // The baseline container is needed at the first write of a file never seen; start it now.
     history.warm();
     await engine.attachToShell();
@@ -179,17 +236,19 @@ class TraceEngine {
    * command costs one round trip like an untraced one.
    */
   private async attachToShell(): Promise<void> {
-    const r = await this.run(`${TRACED_FN}\nbuiltin printf '\\n${PID_TAG}%s %s\\n' "$PPID" "$PWD"`, { timeoutMs: 10_000 });
-    const m = new RegExp(`\\n${PID_TAG}(\\d+) (.*)\\n`).exec(`\n${r.output}`);
+    // The command process's state directory (frame shell, shell.ts) rides along: a tracer restart carries it over.
+    const r = await this.run(`${TRACED_FN}\nbuiltin printf '\\n${PID_TAG}%s %s %s\\n' "$PPID" "\${__tbrl_d:--}" "$PWD"`, { timeoutMs: 10_000 });
+    const m = new RegExp(`\\n${PID_TAG}(\\d+) (\\S+) (.*)\\n`).exec(`\n${r.output}`);
     if (!m) throw new TracerUnavailable(`the shell did not report its pid (got ${JSON.stringify(r.output.slice(0, 80))})`);
     const pid = Number(m[1]);
     this.stray += r.output.slice(0, Math.max(0, m.index - 1));
     // Proves lines flow end to end; a FIFO shared with a daemon inside a VM never carries any.
     for (;;) {
-      const windows = new TraceWindows(pid, m[2], this.options.maxEventsPerCommand ?? 200_000, this.log);
+      const windows = new TraceWindows(pid, m[3], this.options.maxEventsPerCommand ?? 200_000, this.log);
       if (this.straceShell) {
         this.pid = pid;
-        this.helper.retarget((line) => windows.onLine(line));
+        this.stateDir = m[2] === '-' ? undefined : m[2];
+        this.straceShell.retarget((line) => windows.onLine(line));
       } else {
         await this.helper.attach(pid, (line) => windows.onLine(line));
       }
@@ -198,10 +257,9 @@ class TraceEngine {
         this.windows = windows;
         return;
       }
-      if (this.helper.transport !== 'fifo') throw new TracerUnavailable('strace attached to the shell but no trace lines arrived');
+      if (this.straceShell || this.helper.transport !== 'fifo') throw new TracerUnavailable('strace runs with the shell but no trace lines arrived');
       this.helper.dropFifo();
-      if (this.straceShell) await this.helper.relay(CONTAINER_FIFO, (line) => windows.onLine(line));
-      else this.helper.detach();
+      this.helper.detach();
     }
   }
 
@@ -228,11 +286,27 @@ class TraceEngine {
     } else {
       // A respawned shell (the agent typed `exit`) lacks the function: the command still runs, untraced.
       const quoted = ansiCQuote(command);
+      // A stopped strace freezes the command at its next traced syscall, and the frame shell after
+      // it: at the timeout (while the shell kills the command) it is found and killed, so the shell
+      // comes back (its opens now fail) and the tracer restart below carries its state over.
+      let stoppedTracer = false;
+      const watch = options.timeoutMs && this.straceShell ? setTimeout(() => {
+        void this.tracerHealth().then(async (h) => {
+          if (h.tracer !== 'stopped' || !h.pid) return;
+          stoppedTracer = true;
+          await this.inner.execArgv(['kill', '-9', String(h.pid)], { timeoutMs: 10_000 }).catch(() => undefined);
+        });
+      }, options.timeoutMs) : undefined;
       result = await this.run(`if builtin declare -F __tbrl_traced >/dev/null 2>&1; then __tbrl_traced ${n} ${quoted}; else builtin eval ${quoted}; fi`, options);
+      clearTimeout(watch);
       window = await this.windows.waitForEnd(n, result.timedOut ? 1000 : Math.min(2000, endTimeout));
-      // A dead tracer is checked before asking the shell for a marker: a new shell would start under
-      // a strace that has no reader for its FIFO and hang.
-      if (!window && this.straceShell && !(await this.tracerAlive())) return this.loseTracer(n, command, result);
+      // The tracer is checked before asking the shell for a marker: without it the shell's opens
+      // fail (the marker among them), and a stopped one would freeze the marker command too.
+      if (!window && this.straceShell) {
+        const health = await this.tracerHealth();
+        if (health.tracer !== 'ok') return this.restartTracer(n, command, result, stoppedTracer ? 'stopped' : health.tracer);
+        if (health.stray.length) notes.push(await this.endStrayTracers(n, command, health.stray));
+      }
       if (!window) {
         // A timeout or `exit` may have restarted the shell, or the command left the function early (`return`).
         const end = await this.mark(n, 'end');
@@ -248,7 +322,10 @@ class TraceEngine {
       result.output = this.stray + result.output;
       this.stray = '';
     }
-    if (!window && this.straceShell && !(await this.tracerAlive())) return this.loseTracer(n, command, result);
+    if (!window && this.straceShell) {
+      const health = await this.tracerHealth();
+      if (health.tracer !== 'ok') return this.restartTracer(n, command, result, health.tracer);
+    }
     if (!window && notes.length === 0) notes.push('the end of the command never appeared in the trace');
     if (window?.dropped) notes.push(`${window.dropped} syscall events beyond the per-command cap were dropped`);
     const events = window?.events ?? [];
@@ -290,19 +367,77 @@ class TraceEngine {
   }
 
   /**
-   * strace is gone (the agent killed it, or every process): the traced shell cannot run without it
-   * (with --seccomp-bpf and no tracer every traced syscall fails), so it is ended and later
-   * commands run untraced in the sandbox's own shell; the reason goes into every later trace.
+   * strace is gone or frozen (the agent killed or stopped it: it runs in the task container, in the
+   * agent's PID namespace). The traced shell cannot run without it (with --seccomp-bpf and no
+   * tracer every traced syscall fails), so everything started under it is killed and a new traced
+   * shell takes over with the old one's state: later commands are traced again. The command's own
+   * trace is incomplete, so it says "tracer lost" and DepGPO falls back for the run (one step's
+   * edges are missing) instead of crediting a graph with a hole. Bounded: see MAX_TRACER_RESTARTS.
    */
-  private async loseTracer(n: number, command: string, result: ExecResult): Promise<ExecResult> {
-    this.lost = `${TRACER_LOST}: strace was killed during command ${n} (${command.slice(0, 60)}); later commands ran untraced`;
-    await this.inner.execArgv(['kill', '-9', String(this.pid)], { timeoutMs: 10_000 }).catch(() => undefined);
-    this.straceShell?.close();
-    // The sandbox's own shell takes over where the traced one was.
+  private async restartTracer(n: number, command: string, result: ExecResult, how: 'stopped' | 'dead'): Promise<ExecResult> {
+    const what = `strace was ${how === 'dead' ? 'killed' : 'stopped (SIGSTOP)'} during traced command ${n} (${command.slice(0, 60)})`;
+    if (this.tracerRestarts >= MAX_TRACER_RESTARTS) {
+      await this.killUntraced();
+      throw new TracerLostError(what);
+    }
+    this.tracerRestarts++;
+    const old = this.straceShell!;
+    const carry = { stateDir: this.stateDir, cwd: old.cwd };
+    old.close();
+    await this.killUntraced(old.pid);
+    try {
+      this.straceShell = await StraceShell.start(this.inner, this.docker, this.helper, { maxOutputBytes: this.options.maxOutputBytes, carry });
+      await this.attachToShell();
+    } catch (err) {
+      return this.loseTracer(`${TRACER_LOST}: ${what}; restarting it failed (${(err as Error).message.split('\n')[0]}); later commands ran untraced`, result);
+    }
+    const incomplete = `${TRACER_LOST}: ${what}; restarted (${this.tracerRestarts} of ${MAX_TRACER_RESTARTS}), so this command's trace is incomplete and later commands are traced again`;
+    result.output += `\n[note: the tracer was ${how === 'dead' ? 'killed' : 'stopped'} during this command, so its trace is incomplete (and its output may be garbled: files cannot be opened once the tracer is gone). It was restarted (${this.tracerRestarts} of ${MAX_TRACER_RESTARTS} times; the next loss ends the run) in a new shell in ${carry.cwd ?? 'the working directory'} with the variables, functions and options from before this command; processes left running under the old tracer were stopped. DepGPO falls back to f_t = 1 for this run]\n`;
+    return { ...result, trace: { reads: [], writes: [], stdoutValues: [], ports: [], processes: [], incomplete } };
+  }
+
+  /**
+   * A stopped strace of ours that no longer traces the current shell (the command's timeout found
+   * the shell stuck behind it and the shell was restarted under a new strace): killed, and it
+   * counts as a lost tracer. Returns the note for the command's trace.
+   */
+  private async endStrayTracers(n: number, command: string, pids: number[]): Promise<string> {
+    const what = `strace was stopped (SIGSTOP) during traced command ${n} (${command.slice(0, 60)})`;
+    await this.inner.execArgv(['kill', '-9', ...pids.map(String)], { timeoutMs: 10_000 }).catch(() => undefined);
+    if (this.tracerRestarts >= MAX_TRACER_RESTARTS) throw new TracerLostError(what);
+    this.tracerRestarts++;
+    return `${TRACER_LOST}: ${what}; the command timed out, its shell was restarted under a new strace (${this.tracerRestarts} of ${MAX_TRACER_RESTARTS}) and the stopped one killed`;
+  }
+
+  /** Restarting failed: later commands run untraced in the sandbox's own shell, `reason` in every later trace. */
+  private async loseTracer(reason: string, result: ExecResult): Promise<ExecResult> {
+    this.lost = reason;
     const cwd = this.straceShell?.cwd;
+    this.straceShell?.close();
+    await this.killUntraced(this.straceShell?.pid);
+    // The sandbox's own shell takes over where the traced one was.
     if (cwd) await this.inner.exec(`builtin cd -- ${ansiCQuote(cwd)}`, { timeoutMs: 10_000 }).catch(() => undefined);
-    result.output += `\n[note: the tracer was killed during this command; its output above may be garbled. Later commands run untraced in a fresh shell${cwd ? ` in ${cwd}` : ''} (exported variables reset), and DepGPO falls back to f_t = 1 for this run]\n`;
+    result.output += `\n[note: the tracer was lost during this command and could not be restarted; its output above may be garbled. Later commands run untraced in a fresh shell${cwd ? ` in ${cwd}` : ''} (exported variables reset), and DepGPO falls back to f_t = 1 for this run]\n`;
     return { ...result, trace: { reads: [], writes: [], stdoutValues: [], ports: [], processes: [], incomplete: this.lost } };
+  }
+
+  /** See KILL_UNTRACED; best effort (a container without sh keeps them, and they cannot open files). */
+  private async killUntraced(framePid?: number): Promise<void> {
+    await this.inner.execArgv(['sh', '-c', KILL_UNTRACED, 'tbrl-kill-untraced', framePid ? String(framePid) : ''], { timeoutMs: 15_000 }).catch(() => undefined);
+  }
+
+  /**
+   * The current traced shell's strace (it lives in the task container, where the agent can kill or
+   * stop it), and other straces of ours found stopped. Unknown (no sh in the image) counts as ok.
+   */
+  private async tracerHealth(): Promise<{ tracer: 'ok' | 'stopped' | 'dead'; pid?: number; stray: number[] }> {
+    const pid = this.straceShell?.pid ?? this.pid;
+    const r = await this.inner.execArgv(['sh', '-c', TRACER_STATE, 'tbrl-tracer-state', String(pid)], { timeoutMs: 10_000 }).catch(() => undefined);
+    if (!r || r.exitCode !== 0) return { tracer: 'ok', stray: [] };
+    const lines = r.output.split('\n');
+    const tracer = lines[0].startsWith('dead') ? 'dead' : lines[0].startsWith('stopped') ? 'stopped' : 'ok';
+    const stray = lines.filter((l) => l.startsWith('stray ')).map((l) => Number(l.slice(6))).filter((p) => p > 0);
+    return { tracer, pid: Number(lines[0].split(' ')[1]) || undefined, stray };
   }
 
   /**
@@ -313,12 +448,6 @@ class TraceEngine {
   private async mark(n: number, phase: 'begin' | 'end'): Promise<{ pid: number; stray: string }> {
     const r = await this.run(`: 2>/dev/null <${markPath(n, phase)}; builtin printf '\\n${PID_TAG}%s\\n' "$PPID"`, { timeoutMs: 10_000 });
     return parsePidReply(r.output);
-  }
-
-  /** Whether the shell's strace still runs (it lives in the task container, where the agent can kill it). */
-  private async tracerAlive(): Promise<boolean> {
-    const r = await this.inner.execArgv(['sh', '-c', 'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " <"$f" 2>/dev/null; echo; done | grep -q "/[.]tbrl-strace/strace"'], { timeoutMs: 10_000 }).catch(() => undefined);
-    return r === undefined || r.exitCode === 0;
   }
 
   shellCwd(): string | undefined {

@@ -96,6 +96,8 @@ export function formatStep(s: StepRecord, options: ReplayOptions = {}): string {
   for (const a of s.actions) {
     out.push(a.kind === PARSE_ERROR ? '  ✗ parse error:' : `  ▸ ${actionSummary(a)}`);
     if (a.observation) out.push(indent(clip(a.observation, max)));
+    // A lost or restarted tracer (and any other hole in the trace) is said where it happened.
+    if (a.trace?.incomplete) out.push(`  ⚠ trace incomplete: ${a.trace.incomplete}`);
   }
   const shown = new Set(s.actions.map((a) => a.observation));
   for (const e of s.parseErrors) if (!shown.has(e)) out.push('  ✗ parse error:', indent(clip(e, max)));
