@@ -134,7 +134,7 @@ def run_program(cwd, argv, env):
         trace = problem.__traceback__
         while trace is not None and trace.tb_frame.f_code.co_filename in (__file__, "<frozen runpy>", runpy.__file__):
             trace = trace.tb_next
-        sys.excepthook(type(problem), problem, trace)
+        sys.excepthook(type(problem), problem.with_traceback(trace), trace)
         code = 1
     try:
         import threading
@@ -144,7 +144,8 @@ def run_program(cwd, argv, env):
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if not stream.closed:
+                stream.flush()
         except Exception:
             code = code or 120
     os._exit(code)
