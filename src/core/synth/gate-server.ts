@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -356,7 +356,10 @@ export async function startGatePython(python = 'python3'): Promise<GatePython> {
   child.unref();
   (child.stdout as unknown as { unref?: () => void }).unref?.();
   (child.stderr as unknown as { unref?: () => void }).unref?.();
-  const onExit = () => { if (child.exitCode === null) child.kill('SIGKILL'); };
+  const onExit = () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    rmSync(home, { recursive: true, force: true });
+  };
   process.once('exit', onExit);
   return {
     env: { PATH: `${clientDir}:${path}`, TBRL_PYZYGOTE: socket },
