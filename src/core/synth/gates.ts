@@ -186,82 +186,101 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
   const scratch = await scratchDir('tbrl-synth-gate-');
   // The finished reference workspace, copied for probes that start from it (the steps run once).
   let referenceRoot: string | undefined;
-  // Warm runner: the untouched workspace, built once and copied for the probes that start from it
-  // (prepare is deterministic: the same files and the same SQLite database every time).
+  // Warm runner: the untouched workspace, built once and copied for the reference and for the
+  // probes that start from it (prepare is deterministic: the same files and SQLite database every
+  // time). If building it fails, everything prepares its own workspace and fails as before.
   let pristineRoot: string | undefined;
   try {
-    // Reference solution, step by step.
-    try {
-      const root = join(scratch.dir, 'reference');
-      const app = await prepare(t, root, host);
-      if (warm) {
-        pristineRoot = join(scratch.dir, 'pristine');
-        await cp(root, pristineRoot, { recursive: true, verbatimSymlinks: true });
-      }
-      await sqliteRoundTrip(t, app, host);
-      referencePhi.push((await gradeOnHost(t, root, app, host)).phi);
-      for (const step of t.steps) {
-        await runStep(app, step.script, host);
-        referencePhi.push((await gradeOnHost(t, root, app, host)).phi);
-      }
-      const partial = referencePhi.slice(1, -1);
-      const monotone = referencePhi.every((p, i) => i === 0 || p >= referencePhi[i - 1] - 1e-12);
-      gates.push({ name: 'phi-monotone', passed: monotone, detail: monotone ? referencePhi.join(' → ') : `Φ falls along the reference: ${referencePhi.join(' → ')}` });
-      const inside = partial.every((p) => p > 0 && p < 1);
-      gates.push({ name: 'phi-partial-inside', passed: inside, detail: inside ? 'every partial state has 0 < Φ < 1' : `partial states: ${partial.join(', ')}` });
-      const final = referencePhi[referencePhi.length - 1];
-      gates.push({ name: 'reference-phi-1', passed: Math.abs(final - 1) < 1e-9, detail: `Φ(s_T) = ${final}` });
-      const verdict = await verifyOnHost(root, app, host);
-      referenceRoot = root;
-      gates.push({ name: 'reference-passes', passed: verdict.passed, detail: verdict.passed ? 'strict verifier passes the reference' : verdict.log.slice(-1200) });
-    } catch (err) {
-      gates.push({ name: 'reference-runs', passed: false, detail: errorMessage(err) });
+    if (warm) {
+      pristineRoot = join(scratch.dir, 'pristine');
+      await prepare(t, pristineRoot, host).catch(() => { pristineRoot = undefined; });
     }
-    if (options.probes !== false) {
-      const all = buildProbes({ spec: t.spec, world: t.draw.world, faults: t.draw.faults, inputs: t.inputs, cleanInputs: t.cleanInputs, expected: t.expected });
-      const list = typeof options.probes === 'function' ? all.filter((p) => (options.probes as (n: string) => boolean)(p.name)) : all;
-      // Near misses must stay strictly below the honest final state.
-      const honest = referencePhi.length > 0 ? referencePhi[referencePhi.length - 1] : 1;
-      // Per probe, in the probes' order whatever order they finish in.
-      const outcomes: { result?: ProbeResult; failures: string[] }[] = list.map(() => ({ failures: [] }));
-      const runProbe = async (probe: Probe, index: number): Promise<void> => {
-        const failures = outcomes[index].failures;
-        const root = join(scratch.dir, `probe-${probe.name}`);
-        try {
-          let app: string;
-          if (probe.reference) {
-            if (!referenceRoot) throw new Error('the reference solution did not run, so this probe has no workspace to start from');
-            await cp(referenceRoot, root, { recursive: true, verbatimSymlinks: true });
-            app = join(root, 'app');
-          } else if (pristineRoot) {
-            await cp(pristineRoot, root, { recursive: true, verbatimSymlinks: true });
-            app = join(root, 'app');
-          } else app = await prepare(t, root, host);
-          await applyProbe(app, probe, host);
-          const phi = (await gradeOnHost(t, root, app, host)).phi;
-          const verdict = await verifyOnHost(root, app, host);
-          outcomes[index].result = { name: probe.name, kind: probe.kind, verifierPassed: verdict.passed, phi };
-          if (verdict.passed) failures.push(`${probe.kind} ${probe.name} passes the strict verifier`);
-          if (probe.kind === 'shortcut' && phi !== 0) failures.push(`shortcut ${probe.name} earns Φ=${phi} (must be exactly 0)`);
-          if (probe.kind === 'near-miss' && !(phi < honest - 1e-9)) failures.push(`near miss ${probe.name} earns Φ=${phi}, not below the honest ${honest}`);
-        } catch (err) {
-          failures.push(`${probe.name}: ${errorMessage(err)}`);
-        } finally {
-          await rm(root, { recursive: true, force: true });
+    const fresh = async (root: string): Promise<string> => {
+      if (!pristineRoot) return prepare(t, root, host);
+      await cp(pristineRoot, root, { recursive: true, verbatimSymlinks: true });
+      return join(root, 'app');
+    };
+    // Reference solution, step by step.
+    const reference = async (): Promise<void> => {
+      try {
+        const root = join(scratch.dir, 'reference');
+        const app = await fresh(root);
+        await sqliteRoundTrip(t, app, host);
+        referencePhi.push((await gradeOnHost(t, root, app, host)).phi);
+        for (const step of t.steps) {
+          await runStep(app, step.script, host);
+          referencePhi.push((await gradeOnHost(t, root, app, host)).phi);
         }
-      };
+        const partial = referencePhi.slice(1, -1);
+        const monotone = referencePhi.every((p, i) => i === 0 || p >= referencePhi[i - 1] - 1e-12);
+        gates.push({ name: 'phi-monotone', passed: monotone, detail: monotone ? referencePhi.join(' → ') : `Φ falls along the reference: ${referencePhi.join(' → ')}` });
+        const inside = partial.every((p) => p > 0 && p < 1);
+        gates.push({ name: 'phi-partial-inside', passed: inside, detail: inside ? 'every partial state has 0 < Φ < 1' : `partial states: ${partial.join(', ')}` });
+        const final = referencePhi[referencePhi.length - 1];
+        gates.push({ name: 'reference-phi-1', passed: Math.abs(final - 1) < 1e-9, detail: `Φ(s_T) = ${final}` });
+        const verdict = await verifyOnHost(root, app, host);
+        referenceRoot = root;
+        gates.push({ name: 'reference-passes', passed: verdict.passed, detail: verdict.passed ? 'strict verifier passes the reference' : verdict.log.slice(-1200) });
+      } catch (err) {
+        gates.push({ name: 'reference-runs', passed: false, detail: errorMessage(err) });
+      }
+    };
+    const all = options.probes === false ? [] : buildProbes({ spec: t.spec, world: t.draw.world, faults: t.draw.faults, inputs: t.inputs, cleanInputs: t.cleanInputs, expected: t.expected });
+    const list = typeof options.probes === 'function' ? all.filter((p) => (options.probes as (n: string) => boolean)(p.name)) : all;
+    // Per probe, in the probes' order whatever order they finish in.
+    const outcomes: { result?: ProbeResult; error?: string }[] = list.map(() => ({}));
+    const runProbe = async (probe: Probe, index: number): Promise<void> => {
+      const root = join(scratch.dir, `probe-${probe.name}`);
+      try {
+        let app: string;
+        if (probe.reference) {
+          if (!referenceRoot) throw new Error('the reference solution did not run, so this probe has no workspace to start from');
+          await cp(referenceRoot, root, { recursive: true, verbatimSymlinks: true });
+          app = join(root, 'app');
+        } else app = await fresh(root);
+        await applyProbe(app, probe, host);
+        const phi = (await gradeOnHost(t, root, app, host)).phi;
+        const verdict = await verifyOnHost(root, app, host);
+        outcomes[index].result = { name: probe.name, kind: probe.kind, verifierPassed: verdict.passed, phi };
+      } catch (err) {
+        outcomes[index].error = `${probe.name}: ${errorMessage(err)}`;
+      } finally {
+        await rm(root, { recursive: true, force: true });
+      }
+    };
+    if (!warm) {
+      await reference();
+      for (const [index, probe] of list.entries()) await runProbe(probe, index);
+    } else {
       // Each probe has its own workspace and the graders' scratch directories are private, so
-      // probes are independent of one another; within a probe everything stays sequential.
-      const width = warm ? Math.max(1, options.concurrency ?? 2) : 1;
-      let next = 0;
-      await Promise.all(Array.from({ length: Math.min(width, list.length) }, async () => {
-        while (next < list.length) {
-          const index = next++;
+      // probes are independent of one another and of the reference; within a probe everything
+      // stays sequential. Probes over the untouched workspace run while the reference steps do
+      // (`concurrency` processes in all); probes over the finished reference wait for it.
+      const width = Math.max(1, options.concurrency ?? 2);
+      const queue = [...list.keys()].sort((a, b) => Number(Boolean(list[a].reference)) - Number(Boolean(list[b].reference)));
+      let referenceDone = false;
+      const referenceRun = reference().finally(() => { referenceDone = true; });
+      const worker = async (): Promise<void> => {
+        for (let index = queue.shift(); index !== undefined; index = queue.shift()) {
+          if (list[index].reference && !referenceDone) await referenceRun;
           await runProbe(list[index], index);
         }
-      }));
-      for (const o of outcomes) if (o.result) probes.push(o.result);
-      const failures = outcomes.flatMap((o) => o.failures);
+      };
+      await Promise.all([referenceRun.then(worker), ...Array.from({ length: width - 1 }, worker)]);
+    }
+    if (options.probes !== false) {
+      // Near misses must stay strictly below the honest final state.
+      const honest = referencePhi.length > 0 ? referencePhi[referencePhi.length - 1] : 1;
+      const failures: string[] = [];
+      for (const o of outcomes) {
+        if (o.error) failures.push(o.error);
+        if (!o.result) continue;
+        const { name, kind, verifierPassed, phi } = o.result;
+        probes.push(o.result);
+        if (verifierPassed) failures.push(`${kind} ${name} passes the strict verifier`);
+        if (kind === 'shortcut' && phi !== 0) failures.push(`shortcut ${name} earns Φ=${phi} (must be exactly 0)`);
+        if (kind === 'near-miss' && !(phi < honest - 1e-9)) failures.push(`near miss ${name} earns Φ=${phi}, not below the honest ${honest}`);
+      }
       const shortcuts = all.filter((p) => p.kind === 'shortcut').length;
       if (shortcuts < MIN_SHORTCUT_PROBES) failures.push(`only ${shortcuts} shortcut probes (at least ${MIN_SHORTCUT_PROBES})`);
       gates.push({ name: 'gaming-probes', passed: failures.length === 0, detail: failures.length ? failures.join('; ') : `${list.length} of ${all.length} probes run (${shortcuts} shortcuts at Φ = 0, the rest near misses below Φ = ${honest}); the verifier fails all` });
