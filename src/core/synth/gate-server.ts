@@ -361,8 +361,16 @@ export async function startGatePython(python = 'python3'): Promise<GatePython> {
     rmSync(home, { recursive: true, force: true });
   };
   process.once('exit', onExit);
+  const env = { PATH: `${clientDir}:${path}`, TBRL_PYZYGOTE: socket };
+  // The client must run here (a noexec temp directory would break every gate) and reach the server.
+  const probe = await runProcess([join(clientDir, 'python3'), '-c', 'import sys; print("pytest" in sys.modules, sys.executable)'], { env });
+  if (probe.code !== 0 || probe.stdout.trim() !== `True ${real}`) {
+    process.removeListener('exit', onExit);
+    await cleanup();
+    return direct;
+  }
   return {
-    env: { PATH: `${clientDir}:${path}`, TBRL_PYZYGOTE: socket },
+    env,
     mode: 'warm',
     close: async () => {
       process.removeListener('exit', onExit);
