@@ -362,8 +362,9 @@ export async function startGatePython(python = 'python3'): Promise<GatePython> {
   };
   process.once('exit', onExit);
   const env = { PATH: `${clientDir}:${path}`, TBRL_PYZYGOTE: socket };
-  // The client must run here (a noexec temp directory would break every gate) and reach the server.
-  const probe = await runProcess([join(clientDir, 'python3'), '-c', 'import sys; print("pytest" in sys.modules, sys.executable)'], { env });
+  // The client must run here (a noexec temp directory would break every gate) and reach the server
+  // (a program forked from it finds the server's socket module already imported; a cold python3 does not).
+  const probe = await runProcess([join(clientDir, 'python3'), '-c', 'import sys; print("socket" in sys.modules, sys.executable)'], { env });
   if (probe.code !== 0 || probe.stdout.trim() !== `True ${real}`) {
     process.removeListener('exit', onExit);
     await cleanup();
