@@ -1,14 +1,18 @@
 /**
  * Tev synthesis at corpus scale (issue #20).
  *
- *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7] [--per-domain 20] [--concurrency 2] [--tier small]
+ *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7] [--baseline-sample 1] [--per-domain 20] [--concurrency 2] [--tier small]
  *
  * 1. `--count` tasks across the seven domains (round robin, seeds 1..count) at the small tier:
  *    generation + the static gates (round trip, reversible faults, share-no-code, no-leak) per
  *    task, the gate pass rate and the median horizon. Baseline in the same run: generation alone.
  *    Then the full host gates (reference steps graded by both graders, pytest on the strict
  *    verifier, every gaming probe) on `--full-sample` of those tasks, one per domain first.
- *    Target: ≤ 1 s per task for generation + all gates, excluding image builds.
+ *    Target: ≤ 1 s per task for generation + all gates, excluding image builds. The full gates run
+ *    on the warm gate server (gate-server.ts: every python3 forked from one interpreter that has
+ *    pytest imported, probes two at a time); baseline in the same run: the original per-process
+ *    path (`runner: 'process'`) on the first `--baseline-sample` tasks, whose per-probe verdicts
+ *    and Φ must equal the warm path's.
  * 2. `--per-domain` tasks per domain run in real containers (the image built from the task's
  *    Dockerfile): Φ after every reference step is monotone and ends at 1, the strict verifier
  *    passes, and three shortcuts applied to the solved container (a replaying pipeline, outputs
@@ -20,7 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DOMAINS } from '../src/core/synth/domains';
 import { synthesize, type SynthesizedTask } from '../src/core/synth/generate';
-import { runGates, staticGates } from '../src/core/synth/gates';
+import { closeGatePythons, runGates, sharedGatePython, staticGates, type GateReport } from '../src/core/synth/gates';
 import { writeSynthesizedTask } from '../src/core/synth/write';
 import { evaluateProgress } from '../src/core/synth/progress';
 import { SOLVER_PRELUDE } from '../src/core/synth/solver-program';
@@ -29,9 +33,10 @@ import { loadTask } from '../src/core/tasks/load';
 import { runTests } from '../src/core/reward/tests';
 import type { ScaleTier } from '../src/core/synth/types';
 
-const { values } = parseArgs({ options: { count: { type: 'string' }, 'full-sample': { type: 'string' }, 'per-domain': { type: 'string' }, concurrency: { type: 'string' }, tier: { type: 'string' } } });
+const { values } = parseArgs({ options: { count: { type: 'string' }, 'full-sample': { type: 'string' }, 'baseline-sample': { type: 'string' }, 'per-domain': { type: 'string' }, concurrency: { type: 'string' }, tier: { type: 'string' } } });
 const COUNT = Number(values.count ?? 1000);
 const FULL = Number(values['full-sample'] ?? 7);
+const BASELINE = Number(values['baseline-sample'] ?? 1);
 const PER_DOMAIN = Number(values['per-domain'] ?? 20);
 const CONCURRENCY = Math.max(1, Number(values.concurrency ?? 2));
 const TIER = (values.tier ?? 'small') as ScaleTier;
@@ -63,7 +68,11 @@ async function corpus(): Promise<void> {
   if (FULL > 0) {
     // One per domain first, then further tasks of the plan.
     const sample = tasks.slice(0, Math.min(FULL, tasks.length));
+    const a0 = Date.now();
+    const server = await sharedGatePython();
+    const serverStart = Date.now() - a0;
     const times: number[] = [];
+    const reports: GateReport[] = [];
     let ok = 0;
     let probes = 0;
     let shortcutsAtZero = 0;
@@ -72,14 +81,34 @@ async function corpus(): Promise<void> {
       const a = Date.now();
       const r = await runGates(t);
       times.push(Date.now() - a);
+      reports.push(r);
       if (r.passed) ok++;
       else console.log(`  REJECTED ${t.id}: ${r.gates.filter((g) => !g.passed).map((g) => `${g.name}: ${g.detail.slice(0, 200)}`).join(' | ')}`);
       probes += r.probes.length;
       shortcuts += r.probes.filter((p) => p.kind === 'shortcut').length;
       shortcutsAtZero += r.probes.filter((p) => p.kind === 'shortcut' && p.phi === 0 && !p.verifierPassed).length;
+      console.log(`    ${t.id}: ${s(times.at(-1)!)} (${r.probes.length} probes)`);
     }
     const total = times.reduce((x, y) => x + y, 0);
-    console.log(`  full host gates on ${sample.length} task(s): ${s(total / sample.length)} per task (median ${s(median(times))}); ${ok}/${sample.length} passed; ${probes} probes, ${shortcutsAtZero}/${shortcuts} shortcuts at Φ = 0 and failing the verifier`);
+    console.log(`  full host gates, warm gate server (${server.mode}; started once in ${s(serverStart)}), ${sample.length} task(s): ${s(total / sample.length)} per task (median ${s(median(times))}); ${ok}/${sample.length} passed; ${probes} probes, ${shortcutsAtZero}/${shortcuts} shortcuts at Φ = 0 and failing the verifier`);
+    if (BASELINE > 0) {
+      const base = sample.slice(0, Math.min(BASELINE, sample.length));
+      const baseTimes: number[] = [];
+      let same = 0;
+      for (const [i, t] of base.entries()) {
+        const a = Date.now();
+        const r = await runGates(t, { runner: 'process' });
+        baseTimes.push(Date.now() - a);
+        const verdicts = (g: GateReport) => JSON.stringify({ passed: g.passed, phi: g.referencePhi, probes: g.probes, gates: g.gates.map((x) => [x.name, x.passed]) });
+        if (verdicts(r) === verdicts(reports[i])) same++;
+        else console.log(`  DIFFERENT ${t.id}: process ${verdicts(r)} vs warm ${verdicts(reports[i])}`);
+        console.log(`    ${t.id} (per-process baseline): ${s(baseTimes.at(-1)!)}`);
+      }
+      const baseMean = baseTimes.reduce((x, y) => x + y, 0) / base.length;
+      const warmMean = times.slice(0, base.length).reduce((x, y) => x + y, 0) / base.length;
+      console.log(`  per-process path (baseline) on the first ${base.length}: ${s(baseMean)} per task vs warm ${s(warmMean)} on the same tasks: ${(baseMean / Math.max(1, warmMean)).toFixed(1)}x faster; identical gate results on ${same}/${base.length}`);
+    }
+    await closeGatePythons();
     console.log(`  => generation + all gates ≈ ${s(withStatic / COUNT + total / sample.length)} per task (target ≤ 1 s)`);
   }
 }

@@ -6,6 +6,7 @@ import { potential } from './contract';
 import { outputFiles } from './expected';
 import { applyFault, revertFault, revertFaults } from './faults';
 import type { SynthesizedTask } from './generate';
+import { startGatePython, type GatePython } from './gate-server';
 import { runProcess, scratchDir, writeFiles } from './host';
 import { checkNoSharedCode, type ShareFinding } from './noshare';
 import { buildProbes, type Probe, type ProbeKind } from './probes';
@@ -41,14 +42,45 @@ export interface GateOptions {
   python?: string;
   /** false: skip the probes (the slowest gate); a function: run only the probes it accepts (tests). */
   probes?: boolean | ((name: string) => boolean);
+  /**
+   * 'warm' (default): every python3 the gates start is forked from the gate server (gate-server.ts),
+   * the untouched workspace is built once and copied for each probe, and probes run `concurrency` at
+   * a time. 'process': the original path, one cold python3 start-up per program, probes one by one
+   * (the baseline of bench/synth.bench.ts and of the equivalence test). Both check the same things.
+   */
+  runner?: 'warm' | 'process';
+  /** Probes run at once on the warm runner (each in its own workspace); default 2. */
+  concurrency?: number;
+}
+
+/** How the gates start host processes: the interpreter's name and variables added to each process. */
+export interface HostRun { python: string; env: Record<string, string> }
+
+const gatePythons = new Map<string, Promise<GatePython>>();
+
+/** One gate server per interpreter for the whole process (it starts in about a second; tasks share it). */
+export function sharedGatePython(python = 'python3'): Promise<GatePython> {
+  let started = gatePythons.get(python);
+  if (!started) {
+    started = startGatePython(python);
+    gatePythons.set(python, started);
+  }
+  return started;
+}
+
+/** Stops the shared gate servers (they also die with the process). */
+export async function closeGatePythons(): Promise<void> {
+  const all = [...gatePythons.values()];
+  gatePythons.clear();
+  for (const p of all) await (await p).close();
 }
 
 /** Lay out the untouched workspace: root/app with the inputs, the SQLite database built, root/tests. */
-async function prepare(t: SynthesizedTask, root: string, python: string): Promise<string> {
+async function prepare(t: SynthesizedTask, root: string, host: HostRun): Promise<string> {
   const app = join(root, 'app');
   await writeFiles(app, t.inputs);
   if (t.inputs[BUILD_DB_SCRIPT]) {
-    const built = await runProcess([python, join(app, BUILD_DB_SCRIPT), app]);
+    const built = await runProcess([host.python, join(app, BUILD_DB_SCRIPT), app], { env: host.env });
     if (built.code !== 0) throw new Error(`building the SQLite database failed: ${built.stderr.slice(-400)}`);
     await rm(join(app, 'setup'), { recursive: true, force: true });
   }
@@ -59,32 +91,34 @@ async function prepare(t: SynthesizedTask, root: string, python: string): Promis
   return app;
 }
 
-export async function gradeOnHost(t: SynthesizedTask, root: string, app: string, python = 'python3'): Promise<GradeResult> {
-  const r = await runProcess([python, join(root, 'tests/progress.py'), '--root', app]);
+export async function gradeOnHost(t: SynthesizedTask, root: string, app: string, python: string | HostRun = 'python3'): Promise<GradeResult> {
+  const host = typeof python === 'string' ? { python, env: {} } : python;
+  const r = await runProcess([host.python, join(root, 'tests/progress.py'), '--root', app], { env: host.env });
   if (r.code !== 0) throw new Error(`progress grader failed (exit ${r.code}): ${r.stderr.slice(-600)}`);
   const parsed = JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as GradeResult;
   // The TypeScript path recomputes gating and Φ from the grader's raw credits: the two must agree.
   const ts = potential(t.contract, parsed.credit);
   if (Math.abs(ts - parsed.phi) > 1e-9) throw new Error(`grader printed Φ=${parsed.phi} but its credits give Φ=${ts}`);
   // And an independent TypeScript grader must give the same credit on the same workspace.
-  const own = await gradeInTypeScript(t, app);
+  const own = await gradeInTypeScript(t, app, host.env);
   for (const n of t.contract.nodes) {
     if (Math.abs(own.credit[n.id] - parsed.credit[n.id]) > 1e-9) throw new Error(`graders disagree on node ${n.id}: progress.py gives ${parsed.credit[n.id]}, the TypeScript grader ${own.credit[n.id]}`);
   }
   return parsed;
 }
 
-export async function verifyOnHost(root: string, app: string, python = 'python3'): Promise<{ passed: boolean; log: string }> {
-  const r = await runProcess([python, '-m', 'pytest', '-p', 'no:cacheprovider', '-c', join(root, 'tests/pytest.ini'), '--rootdir', join(root, 'tests'), '-q', '-rA', join(root, 'tests/test_outputs.py')], { cwd: app, env: { TBRL_APP: app }, timeoutMs: 300_000 });
+export async function verifyOnHost(root: string, app: string, python: string | HostRun = 'python3'): Promise<{ passed: boolean; log: string }> {
+  const host = typeof python === 'string' ? { python, env: {} } : python;
+  const r = await runProcess([host.python, '-m', 'pytest', '-p', 'no:cacheprovider', '-c', join(root, 'tests/pytest.ini'), '--rootdir', join(root, 'tests'), '-q', '-rA', join(root, 'tests/test_outputs.py')], { cwd: app, env: { ...host.env, TBRL_APP: app }, timeoutMs: 300_000 });
   return { passed: r.code === 0, log: r.stdout + r.stderr };
 }
 
-async function runStep(app: string, script: string): Promise<void> {
-  const r = await runProcess(['bash', '-c', `${SOLVER_PRELUDE}\n${script}`], { env: { TBRL_APP: app } });
+async function runStep(app: string, script: string, host: HostRun): Promise<void> {
+  const r = await runProcess(['bash', '-c', `${SOLVER_PRELUDE}\n${script}`], { env: { ...host.env, TBRL_APP: app } });
   if (r.code !== 0) throw new Error(`reference step failed (exit ${r.code}): ${r.stderr.slice(-600)}`);
 }
 
-async function applyProbe(app: string, probe: Probe): Promise<void> {
+async function applyProbe(app: string, probe: Probe, host: HostRun): Promise<void> {
   for (const [path, text] of Object.entries(probe.files)) {
     const target = join(app, path);
     if (text === null) await rm(target, { recursive: true, force: true });
@@ -94,7 +128,7 @@ async function applyProbe(app: string, probe: Probe): Promise<void> {
       if (path.endsWith('.sh')) await chmod(target, 0o755);
     }
   }
-  if (probe.after) await runStep(app, probe.after);
+  if (probe.after) await runStep(app, probe.after, host);
 }
 
 export function staticGates(t: SynthesizedTask): GateResult[] {
@@ -144,63 +178,108 @@ export function staticGates(t: SynthesizedTask): GateResult[] {
 export async function runGates(t: SynthesizedTask, options: GateOptions = {}): Promise<GateReport> {
   const started = Date.now();
   const python = options.python ?? 'python3';
+  const warm = (options.runner ?? 'warm') === 'warm';
+  const host: HostRun = { python, env: warm ? (await sharedGatePython(python)).env : {} };
   const gates = staticGates(t);
   const referencePhi: number[] = [];
   const probes: ProbeResult[] = [];
   const scratch = await scratchDir('tbrl-synth-gate-');
   // The finished reference workspace, copied for probes that start from it (the steps run once).
   let referenceRoot: string | undefined;
+  // Warm runner: the untouched workspace, built once and copied for the reference and for the
+  // probes that start from it (prepare is deterministic: the same files and SQLite database every
+  // time). If building it fails, everything prepares its own workspace and fails as before.
+  let pristineRoot: string | undefined;
   try {
+    if (warm) {
+      pristineRoot = join(scratch.dir, 'pristine');
+      await prepare(t, pristineRoot, host).catch(() => { pristineRoot = undefined; });
+    }
+    const fresh = async (root: string): Promise<string> => {
+      if (!pristineRoot) return prepare(t, root, host);
+      await cp(pristineRoot, root, { recursive: true, verbatimSymlinks: true });
+      return join(root, 'app');
+    };
     // Reference solution, step by step.
-    try {
-      const root = join(scratch.dir, 'reference');
-      const app = await prepare(t, root, python);
-      await sqliteRoundTrip(t, app, python);
-      referencePhi.push((await gradeOnHost(t, root, app, python)).phi);
-      for (const step of t.steps) {
-        await runStep(app, step.script);
-        referencePhi.push((await gradeOnHost(t, root, app, python)).phi);
+    const reference = async (): Promise<void> => {
+      try {
+        const root = join(scratch.dir, 'reference');
+        const app = await fresh(root);
+        await sqliteRoundTrip(t, app, host);
+        referencePhi.push((await gradeOnHost(t, root, app, host)).phi);
+        for (const step of t.steps) {
+          await runStep(app, step.script, host);
+          referencePhi.push((await gradeOnHost(t, root, app, host)).phi);
+        }
+        const partial = referencePhi.slice(1, -1);
+        const monotone = referencePhi.every((p, i) => i === 0 || p >= referencePhi[i - 1] - 1e-12);
+        gates.push({ name: 'phi-monotone', passed: monotone, detail: monotone ? referencePhi.join(' → ') : `Φ falls along the reference: ${referencePhi.join(' → ')}` });
+        const inside = partial.every((p) => p > 0 && p < 1);
+        gates.push({ name: 'phi-partial-inside', passed: inside, detail: inside ? 'every partial state has 0 < Φ < 1' : `partial states: ${partial.join(', ')}` });
+        const final = referencePhi[referencePhi.length - 1];
+        gates.push({ name: 'reference-phi-1', passed: Math.abs(final - 1) < 1e-9, detail: `Φ(s_T) = ${final}` });
+        const verdict = await verifyOnHost(root, app, host);
+        referenceRoot = root;
+        gates.push({ name: 'reference-passes', passed: verdict.passed, detail: verdict.passed ? 'strict verifier passes the reference' : verdict.log.slice(-1200) });
+      } catch (err) {
+        gates.push({ name: 'reference-runs', passed: false, detail: errorMessage(err) });
       }
-      const partial = referencePhi.slice(1, -1);
-      const monotone = referencePhi.every((p, i) => i === 0 || p >= referencePhi[i - 1] - 1e-12);
-      gates.push({ name: 'phi-monotone', passed: monotone, detail: monotone ? referencePhi.join(' → ') : `Φ falls along the reference: ${referencePhi.join(' → ')}` });
-      const inside = partial.every((p) => p > 0 && p < 1);
-      gates.push({ name: 'phi-partial-inside', passed: inside, detail: inside ? 'every partial state has 0 < Φ < 1' : `partial states: ${partial.join(', ')}` });
-      const final = referencePhi[referencePhi.length - 1];
-      gates.push({ name: 'reference-phi-1', passed: Math.abs(final - 1) < 1e-9, detail: `Φ(s_T) = ${final}` });
-      const verdict = await verifyOnHost(root, app, python);
-      referenceRoot = root;
-      gates.push({ name: 'reference-passes', passed: verdict.passed, detail: verdict.passed ? 'strict verifier passes the reference' : verdict.log.slice(-1200) });
-    } catch (err) {
-      gates.push({ name: 'reference-runs', passed: false, detail: errorMessage(err) });
+    };
+    const all = options.probes === false ? [] : buildProbes({ spec: t.spec, world: t.draw.world, faults: t.draw.faults, inputs: t.inputs, cleanInputs: t.cleanInputs, expected: t.expected });
+    const list = typeof options.probes === 'function' ? all.filter((p) => (options.probes as (n: string) => boolean)(p.name)) : all;
+    // Per probe, in the probes' order whatever order they finish in.
+    const outcomes: { result?: ProbeResult; error?: string }[] = list.map(() => ({}));
+    const runProbe = async (probe: Probe, index: number): Promise<void> => {
+      const root = join(scratch.dir, `probe-${probe.name}`);
+      try {
+        let app: string;
+        if (probe.reference) {
+          if (!referenceRoot) throw new Error('the reference solution did not run, so this probe has no workspace to start from');
+          await cp(referenceRoot, root, { recursive: true, verbatimSymlinks: true });
+          app = join(root, 'app');
+        } else app = await fresh(root);
+        await applyProbe(app, probe, host);
+        const phi = (await gradeOnHost(t, root, app, host)).phi;
+        const verdict = await verifyOnHost(root, app, host);
+        outcomes[index].result = { name: probe.name, kind: probe.kind, verifierPassed: verdict.passed, phi };
+      } catch (err) {
+        outcomes[index].error = `${probe.name}: ${errorMessage(err)}`;
+      } finally {
+        await rm(root, { recursive: true, force: true });
+      }
+    };
+    if (!warm) {
+      await reference();
+      for (const [index, probe] of list.entries()) await runProbe(probe, index);
+    } else {
+      // Each probe has its own workspace and the graders' scratch directories are private, so
+      // probes are independent of one another and of the reference; within a probe everything
+      // stays sequential. Probes over the untouched workspace run while the reference steps do
+      // (`concurrency` processes in all); probes over the finished reference wait for it.
+      const width = Math.max(1, options.concurrency ?? 2);
+      const queue = [...list.keys()].sort((a, b) => Number(Boolean(list[a].reference)) - Number(Boolean(list[b].reference)));
+      let referenceDone = false;
+      const referenceRun = reference().finally(() => { referenceDone = true; });
+      const worker = async (): Promise<void> => {
+        for (let index = queue.shift(); index !== undefined; index = queue.shift()) {
+          if (list[index].reference && !referenceDone) await referenceRun;
+          await runProbe(list[index], index);
+        }
+      };
+      await Promise.all([referenceRun.then(worker), ...Array.from({ length: width - 1 }, worker)]);
     }
     if (options.probes !== false) {
-      const all = buildProbes({ spec: t.spec, world: t.draw.world, faults: t.draw.faults, inputs: t.inputs, cleanInputs: t.cleanInputs, expected: t.expected });
-      const list = typeof options.probes === 'function' ? all.filter((p) => (options.probes as (n: string) => boolean)(p.name)) : all;
       // Near misses must stay strictly below the honest final state.
       const honest = referencePhi.length > 0 ? referencePhi[referencePhi.length - 1] : 1;
       const failures: string[] = [];
-      for (const probe of list) {
-        const root = join(scratch.dir, `probe-${probe.name}`);
-        try {
-          let app: string;
-          if (probe.reference) {
-            if (!referenceRoot) throw new Error('the reference solution did not run, so this probe has no workspace to start from');
-            await cp(referenceRoot, root, { recursive: true, verbatimSymlinks: true });
-            app = join(root, 'app');
-          } else app = await prepare(t, root, python);
-          await applyProbe(app, probe);
-          const phi = (await gradeOnHost(t, root, app, python)).phi;
-          const verdict = await verifyOnHost(root, app, python);
-          probes.push({ name: probe.name, kind: probe.kind, verifierPassed: verdict.passed, phi });
-          if (verdict.passed) failures.push(`${probe.kind} ${probe.name} passes the strict verifier`);
-          if (probe.kind === 'shortcut' && phi !== 0) failures.push(`shortcut ${probe.name} earns Φ=${phi} (must be exactly 0)`);
-          if (probe.kind === 'near-miss' && !(phi < honest - 1e-9)) failures.push(`near miss ${probe.name} earns Φ=${phi}, not below the honest ${honest}`);
-        } catch (err) {
-          failures.push(`${probe.name}: ${errorMessage(err)}`);
-        } finally {
-          await rm(root, { recursive: true, force: true });
-        }
+      for (const o of outcomes) {
+        if (o.error) failures.push(o.error);
+        if (!o.result) continue;
+        const { name, kind, verifierPassed, phi } = o.result;
+        probes.push(o.result);
+        if (verifierPassed) failures.push(`${kind} ${name} passes the strict verifier`);
+        if (kind === 'shortcut' && phi !== 0) failures.push(`shortcut ${name} earns Φ=${phi} (must be exactly 0)`);
+        if (kind === 'near-miss' && !(phi < honest - 1e-9)) failures.push(`near miss ${name} earns Φ=${phi}, not below the honest ${honest}`);
       }
       const shortcuts = all.filter((p) => p.kind === 'shortcut').length;
       if (shortcuts < MIN_SHORTCUT_PROBES) failures.push(`only ${shortcuts} shortcut probes (at least ${MIN_SHORTCUT_PROBES})`);
@@ -213,12 +292,12 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
 }
 
 /** The binary built from its text source (SQLite or safetensors) holds exactly the rows the source declares. */
-async function sqliteRoundTrip(t: SynthesizedTask, app: string, python: string): Promise<void> {
+async function sqliteRoundTrip(t: SynthesizedTask, app: string, host: HostRun): Promise<void> {
   const d = t.spec.dimB;
   if (!dimBBuilt(t.spec)) return;
   if (d.format === 'elf') {
     // The stripped binary is run (x86-64 Linux): what it prints must be its source, and its bytes the digest's.
-    const ran = await runProcess([join(app, d.file)]);
+    const ran = await runProcess([join(app, d.file)], { env: host.env });
     if (ran.code !== 0) throw new Error(`running ${d.file} failed (exit ${ran.code}): ${ran.stderr.slice(-400)}`);
     const source = t.inputs[dimBSource(t.spec)];
     if (ran.stdout !== source) throw new Error(`${d.file} does not print the rows of its source`);
@@ -228,7 +307,7 @@ async function sqliteRoundTrip(t: SynthesizedTask, app: string, python: string):
   const reader = d.format === 'sql'
     ? `import json,sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nprint(json.dumps(c.execute("SELECT ${d.id}, ${d.category}, ${d.unit} FROM ${d.table} ORDER BY rowid").fetchall()))`
     : `import json,struct,sys\nb=open(sys.argv[1],"rb").read()\nn=struct.unpack("<Q",b[:8])[0]\nh=json.loads(b[8:8+n])\nm=h["__metadata__"]\nt=h[${JSON.stringify(d.unit)}]\nu=struct.unpack("<%dq"%t["shape"][0],b[8+n+t["data_offsets"][0]:8+n+t["data_offsets"][1]])\nprint(json.dumps([list(r) for r in zip(json.loads(m["ids"]),json.loads(m["categories"]),u)]))`;
-  const r = await runProcess([python, '-c', reader, join(app, d.file)]);
+  const r = await runProcess([host.python, '-c', reader, join(app, d.file)], { env: host.env });
   if (r.code !== 0) throw new Error(`reading ${d.file} back failed: ${r.stderr.slice(-400)}`);
   const rows = (JSON.parse(r.stdout) as [string, string, number][]).map(([id, category, unit]) => ({ id, category, unit }));
   const declared = parseDimBRows(t.spec, t.inputs[dimBSource(t.spec)]);

@@ -88,13 +88,13 @@ async function walk(dir: string): Promise<string[]> {
 }
 
 /** Rows of one SQLite table: there is no SQLite binding in this Node, so python3's module reads it. */
-async function sqliteDigest(path: string, table: string, columns: string[]): Promise<string | undefined> {
-  const r = await runProcess(['python3', '-c', 'import json,sqlite3,sys\nc=sqlite3.connect("file:"+sys.argv[1]+"?mode=ro",uri=True)\nprint(json.dumps([[str(v) for v in row] for row in c.execute(sys.argv[2]).fetchall()]))', path, `SELECT ${columns.join(', ')} FROM ${table} ORDER BY rowid`]);
+async function sqliteDigest(path: string, table: string, columns: string[], env: Record<string, string> = {}): Promise<string | undefined> {
+  const r = await runProcess(['python3', '-c', 'import json,sqlite3,sys\nc=sqlite3.connect("file:"+sys.argv[1]+"?mode=ro",uri=True)\nprint(json.dumps([[str(v) for v in row] for row in c.execute(sys.argv[2]).fetchall()]))', path, `SELECT ${columns.join(', ')} FROM ${table} ORDER BY rowid`], { env });
   if (r.code !== 0) return undefined;
   return sha((JSON.parse(r.stdout) as string[][]).map((row) => row.join('\t')).join('\n'));
 }
 
-export async function inputsIntact(dataDir: string, digest: DataDigest): Promise<boolean> {
+export async function inputsIntact(dataDir: string, digest: DataDigest, env: Record<string, string> = {}): Promise<boolean> {
   const present = (await walk(dataDir)).map((p) => relative(dataDir, p).split(sep).join('/')).sort();
   const declared = [...Object.keys(digest.files), ...Object.keys(digest.tables)].sort();
   if (!isDeepStrictEqual(present, declared)) return false;
@@ -103,7 +103,7 @@ export async function inputsIntact(dataDir: string, digest: DataDigest): Promise
     if (!buf || sha(buf) !== want) return false;
   }
   for (const [rel, t] of Object.entries(digest.tables)) {
-    if ((await sqliteDigest(join(dataDir, rel), t.table, t.columns)) !== t.digest) return false;
+    if ((await sqliteDigest(join(dataDir, rel), t.table, t.columns, env)) !== t.digest) return false;
   }
   return true;
 }
@@ -115,7 +115,7 @@ async function readRole(path: string, role: Role): Promise<unknown> {
 }
 
 /** Run the agent's entry point on a private copy of the data and on one without the hold-out partition. */
-async function rerunEntry(t: SynthesizedTask, app: string): Promise<Produced> {
+async function rerunEntry(t: SynthesizedTask, app: string, env: Record<string, string>): Promise<Produced> {
   const scratch = await scratchDir('tbrl-synth-tsgrade-');
   const outs = ROLES.map((r) => join(app, t.spec.out[r]));
   const saved = await Promise.all(outs.map((p) => readFile(p).catch(() => undefined)));
@@ -134,7 +134,7 @@ async function rerunEntry(t: SynthesizedTask, app: string): Promise<Produced> {
       const output = join(scratch.dir, `${variant}-result`);
       await mkdir(output);
       // The exit code does not matter: only what the run leaves behind is compared.
-      await runProcess(['bash', join(app, PIPELINE_ENTRY), input, output], { cwd: scratch.dir, timeoutMs: 60_000 });
+      await runProcess(['bash', join(app, PIPELINE_ENTRY), input, output], { cwd: scratch.dir, env, timeoutMs: 60_000 });
       for (const role of ROLES) produced[variant][role] = await readRole(join(output, basename(t.spec.out[role])), role);
     }
     return produced;
@@ -164,7 +164,8 @@ function tracksHoldout(role: Role, held: unknown, full: unknown, wantFull: unkno
   return !(held as string[]).slice(1).some((line) => gone.has(line));
 }
 
-export async function gradeInTypeScript(t: SynthesizedTask, app: string): Promise<TsGrade> {
+/** `env`: variables added to the processes it starts (the gate server's PATH). */
+export async function gradeInTypeScript(t: SynthesizedTask, app: string, env: Record<string, string> = {}): Promise<TsGrade> {
   const progress = JSON.parse(t.taskFiles['tests/progress.json']) as { inputs: DataDigest; expected_holdout: Record<Role, unknown>; pipeline: { expected_report: Table } };
   const e = t.expected;
   const seen = {} as Record<Role, unknown>;
@@ -173,9 +174,9 @@ export async function gradeInTypeScript(t: SynthesizedTask, app: string): Promis
     seen[role] = await readRole(join(app, t.spec.out[role]), role);
     artifact[role] = role === 'summary' ? summaryCredit(seen[role], e.summary as unknown as Record<string, number>) : tableCredit(seen[role] as string[] | undefined, e[role]);
   }
-  const intact = await inputsIntact(join(app, 'data'), progress.inputs);
+  const intact = await inputsIntact(join(app, 'data'), progress.inputs, env);
   const hasEntry = await stat(join(app, PIPELINE_ENTRY)).then((s) => s.isFile(), () => false);
-  const runs = intact && hasEntry && Math.max(...Object.values(artifact)) > 0 ? await rerunEntry(t, app) : undefined;
+  const runs = intact && hasEntry && Math.max(...Object.values(artifact)) > 0 ? await rerunEntry(t, app, env) : undefined;
   const credit: Record<string, number> = {};
   const evidence: Record<string, boolean> = {};
   for (const node of t.contract.nodes) {
