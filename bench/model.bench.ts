@@ -153,13 +153,15 @@ async function serverPartsWith(messages: Msg[], threads: number, samples: number
   };
   // The engine's own account of the last request (the server does not return it).
   let lastTimings: GenerationTimings | undefined;
+  let lastFromDisk: number | undefined;
   const generate = engine.generate.bind(engine);
-  engine.generate = async (m, o) => { const r = await generate(m, o); lastTimings = r.timings; return r; };
+  engine.generate = async (m, o) => { const r = await generate(m, o); lastTimings = r.timings; lastFromDisk = r.promptTokensFromDisk; return r; };
   try {
     const t = performance.now();
     const first = await call(1); // reads the prompt (or loads it from the disk cache)
     const base = await inProcessBaseline(prompt, threads);
-    const readOrLoaded = lastTimings && lastTimings.promptMs > 0 ? `${fmt((prompt.length - 1) / (lastTimings.promptMs / 1000))} tok/s (first request ${fmt(first.ms)} ms, its prompt ${fmt(lastTimings.promptMs)} ms)` : '';
+    const readOrLoaded = lastFromDisk ? `loaded ${lastFromDisk} tokens from the disk prefix cache in ${fmt(lastTimings?.promptMs ?? NaN)} ms`
+      : `${fmt((prompt.length - 1) / ((lastTimings?.promptMs ?? NaN) / 1000))} tok/s (first request ${fmt(first.ms)} ms, its prompt ${fmt(lastTimings?.promptMs ?? NaN)} ms)`;
     console.log(`   prompt processing (${prompt.length} tokens): in-process ${fmt(base.ppTps)} tok/s; tbrl serve ${readOrLoaded} (${((performance.now() - t) / 1000).toFixed(1)} s with the baseline's read)`);
 
     // 1. Generation, served vs in-process: alternate, median of the per-pair ratios.
