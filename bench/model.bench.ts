@@ -7,13 +7,18 @@
 //   4. a new server's first turn with the on-disk prefix cache vs reading the prompt.
 // Run: node --import tsx bench/model.bench.ts   (BENCH_TURNS=20, BENCH_TOKENS=32 to change the sizes;
 // BENCH_PARTS=2 runs only part 2, BENCH_BASELINE_TURNS caps the slow no-reuse baseline, whose turn k
-// re-reads the whole prompt: at 40 prompt tok/s under load, 20 turns take 15 minutes)
+// re-reads the whole prompt: at 40 prompt tok/s under load, 20 turns take 15 minutes).
+// Parts 1 and 3 run once per thread count of BENCH_THREADS (default 1,2), back to back in one process:
+// part 1 alternates BENCH_SAMPLES (5) served and in-process generations and reports the median of the
+// pair ratios; part 3 alternates BENCH_ROUNDS (3) N=1 / N=8 requests and splits the N=8 cost into the
+// batched step vs a single step and the longest sample vs the N=1 length, with CPU time next to wall
+// time (CPU time barely moves with the load of the other sessions on the 2 cores; wall time does).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { LocalEngine, defaultThreads } from '../src/core/serve/engine';
+import { LocalEngine, defaultThreads, type GenerationTimings } from '../src/core/serve/engine';
 import { startServer } from '../src/core/serve/server';
 import { defaultModelPath } from '../src/core/serve/default-model';
 import { loadSystemPrompt } from '../src/core/agent/prompt';
@@ -23,36 +28,14 @@ const TOKENS = Number(process.env.BENCH_TOKENS ?? 32);
 const PARTS = new Set((process.env.BENCH_PARTS ?? '1,2,3,4').split(','));
 const BASELINE_TURNS = Number(process.env.BENCH_BASELINE_TURNS ?? TURNS);
 const modelPath = defaultModelPath();
-const threads = Number(process.env.BENCH_THREADS ?? defaultThreads());
+// Parts 1 and 3 run once per BENCH_THREADS entry (default 1,2); parts 2 and 4 use the first.
+const threads = Number((process.env.BENCH_THREADS ?? String(defaultThreads())).split(',')[0]);
 const system = loadSystemPrompt().text;
 const instruction = 'Write a Python script /app/wordfreq.py that counts word frequencies in /app/data/input.txt.';
 const fmt = (x: number) => x.toFixed(1);
 
-async function inProcess(prompt: number[]): Promise<{ genTps: number; ppTps: number }> {
-  // The baseline: node-llama-cpp's own sequence API, no server, no sampling metadata.
-  const lib = await import('node-llama-cpp');
-  const llama = await lib.getLlama({ gpu: false, build: 'never', maxThreads: threads, logLevel: lib.LlamaLogLevel.error });
-  const model = await llama.loadModel({ modelPath });
-  const ctx = await model.createContext({ contextSize: 4096, sequences: 1, threads, batchSize: 512 });
-  const seq = ctx.getSequence();
-  let t = performance.now();
-  await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(0, -1) as never);
-  const ppTps = (prompt.length - 1) / ((performance.now() - t) / 1000);
-  t = performance.now();
-  let n = 0;
-  for await (const tok of seq.evaluate(prompt.slice(-1) as never, { temperature: 0.8, seed: 1 })) {
-    void tok;
-    if (++n >= TOKENS) break;
-  }
-  const genTps = n / ((performance.now() - t) / 1000);
-  await ctx.dispose();
-  await model.dispose();
-  await llama.dispose();
-  return { genTps, ppTps };
-}
-
 async function main() {
-  console.log(`model ${modelPath}, ${threads} thread(s), ${TOKENS} tokens per answer`);
+  console.log(`model ${modelPath}, ${TOKENS} tokens per answer; parts 2 and 4 use ${threads} thread(s); load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   const messages = [{ role: 'system' as const, content: system }, { role: 'user' as const, content: instruction }];
 
   if (PARTS.has('1') || PARTS.has('3')) await serverParts(messages);
@@ -80,34 +63,168 @@ async function diskCache(messages: Msg[]) {
 }
 
 type Msg = { role: 'system' | 'user' | 'assistant'; content: string };
+type Reply = { ms: number; cpuMs: number; lengths: number[]; timings?: GenerationTimings };
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const cpuNow = () => { const c = process.cpuUsage(); return (c.user + c.system) / 1000; };
+
+/**
+ * node-llama-cpp's own sequence API in the same process, no server, no sampling metadata: the
+ * baseline of part 1. The prompt is read once; every sample rewinds to it.
+ */
+async function inProcessBaseline(prompt: number[], threads: number) {
+  const lib = await import('node-llama-cpp');
+  const llama = await lib.getLlama({ gpu: false, build: 'never', maxThreads: threads, logLevel: lib.LlamaLogLevel.error });
+  const model = await llama.loadModel({ modelPath });
+  const ctx = await model.createContext({ contextSize: 4096, sequences: 1, threads, batchSize: 512 });
+  const seq = ctx.getSequence();
+  const t = performance.now();
+  await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(0, -1) as never);
+  const ppTps = (prompt.length - 1) / ((performance.now() - t) / 1000);
+  return {
+    ppTps,
+    async generate(seed: number): Promise<number> {
+      const cached = seq.contextTokens.length;
+      if (cached > prompt.length - 1) await seq.eraseContextTokenRanges([{ start: prompt.length - 1, end: cached }]);
+      const t0 = performance.now();
+      let n = 0;
+      for await (const tok of seq.evaluate(prompt.slice(-1) as never, { temperature: 0.8, seed })) {
+        void tok;
+        if (++n >= TOKENS) break;
+      }
+      return n / ((performance.now() - t0) / 1000);
+    },
+    async dispose() {
+      await ctx.dispose();
+      await model.dispose();
+      await llama.dispose();
+    },
+  };
+}
+
+/**
+ * Diagnostic only (node-llama-cpp internals, absent => not shown): the sizes of the batches the
+ * context decodes, to tell one batched step of all candidates from split steps.
+ */
+function watchDecodes(engine: LocalEngine): { take(): Map<number, number> } {
+  const sizes = new Map<number, number>();
+  const addon = (engine as unknown as { context?: { _ctx?: Record<string, unknown> } }).context?._ctx;
+  if (!addon || typeof addon.initBatch !== 'function' || typeof addon.decodeBatch !== 'function') return { take: () => new Map() };
+  const init = (addon.initBatch as (n: number) => void).bind(addon);
+  let pending = 0;
+  Object.defineProperty(addon, 'initBatch', { configurable: true, writable: true, value: (n: number) => { pending = n; return init(n); } });
+  const decode = (addon.decodeBatch as () => Promise<void>).bind(addon);
+  Object.defineProperty(addon, 'decodeBatch', { configurable: true, writable: true, value: async () => { sizes.set(pending, (sizes.get(pending) ?? 0) + 1); return decode(); } });
+  return { take: () => { const copy = new Map(sizes); sizes.clear(); return copy; } };
+}
+
+const batches = (m: Map<number, number>) => [...m.entries()].sort((a, b) => b[0] - a[0]).map(([size, k]) => `${k}x${size}`).join(' + ') || 'n/a';
 
 async function serverParts(messages: Msg[]) {
-  // 1. HTTP server vs in-process.
-  // No disk prefix cache here: the first request must read its prompt (part 4 measures the cache).
-  const engine = await LocalEngine.load({ modelPath, threads, sequences: 8, contextSize: 4096, prefixCacheDir: false });
+  // Parts 1 and 3 for each thread count, back to back in one process (BENCH_THREADS=1,2).
+  const threadCounts = (process.env.BENCH_THREADS ?? '1,2').split(',').map(Number);
+  const samples = Number(process.env.BENCH_SAMPLES ?? 5);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+  // The first server reads the prompt and saves it here; the next ones load it (part 4 measures that).
+  const kvDir = await mkdtemp(join(tmpdir(), 'tbrl-bench-kv-'));
+  try {
+    for (const threads of threadCounts) await serverPartsWith(messages, threads, samples, rounds, kvDir);
+  } finally {
+    await rm(kvDir, { recursive: true, force: true });
+  }
+}
+
+async function serverPartsWith(messages: Msg[], threads: number, samples: number, rounds: number, kvDir: string) {
+  console.log(`-- ${threads} thread(s); load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  const engine = await LocalEngine.load({ modelPath, threads, sequences: 8, contextSize: 4096, prefixCacheDir: kvDir });
+  const decodes = watchDecodes(engine);
   const prompt = engine.promptTokens(messages);
   const running = await startServer(engine, { port: Number(process.env.TBRL_SERVE_PORT ?? 0) });
-  const body = (m: unknown, n = 1) => JSON.stringify({ messages: m, n, max_tokens: TOKENS, temperature: 0.8, seed: 1, stop: ['\u0000'] });
-  const call = async (m: unknown, n = 1) => {
+  const call = async (n: number, seed = 1): Promise<Reply> => {
     const t = performance.now();
+    const c = cpuNow();
     // node:http, not fetch: fetch gives up on a response that takes over 300 s (N=8 under load).
-    const json = JSON.parse(await post(`${running.baseUrl}/chat/completions`, body(m, n))) as { usage: { completion_tokens: number } };
-    return { ms: performance.now() - t, tokens: json.usage.completion_tokens };
+    const body = JSON.stringify({ messages, n, max_tokens: TOKENS, temperature: 0.8, seed, stop: ['\u0000'], return_token_ids: true });
+    const json = JSON.parse(await post(`${running.baseUrl}/chat/completions`, body)) as { choices: Array<{ token_ids: number[] }> };
+    return { ms: performance.now() - t, cpuMs: cpuNow() - c, lengths: json.choices.map((x) => x.token_ids.length), timings: lastTimings };
   };
-  const t = performance.now();
-  await call(messages); // reads the prompt once (prompt processing, measured below in-process as well)
-  const servePp = (prompt.length - 1) / ((performance.now() - t) / 1000);
-  const warm = await call(messages); // prompt cached: generation only
-  const serveTps = warm.tokens / (warm.ms / 1000);
-  const base = await inProcess(prompt);
-  console.log(`1. generation: tbrl serve ${fmt(serveTps)} tok/s vs in-process node-llama-cpp ${fmt(base.genTps)} tok/s -> ${(serveTps / base.genTps).toFixed(2)}x (target >= 0.9x)`);
-  console.log(`   prompt processing (${prompt.length} tokens): in-process ${fmt(base.ppTps)} tok/s; first served request ${fmt(servePp)} tok/s (incl. ${TOKENS} generated)`);
+  // The engine's own account of the last request (the server does not return it).
+  let lastTimings: GenerationTimings | undefined;
+  let lastFromDisk: number | undefined;
+  const generate = engine.generate.bind(engine);
+  engine.generate = async (m, o) => { const r = await generate(m, o); lastTimings = r.timings; lastFromDisk = r.promptTokensFromDisk; return r; };
+  try {
+    const t = performance.now();
+    const first = await call(1); // reads the prompt (or loads it from the disk cache)
+    const base = await inProcessBaseline(prompt, threads);
+    const readOrLoaded = lastFromDisk ? `loaded ${lastFromDisk} tokens from the disk prefix cache in ${fmt(lastTimings?.promptMs ?? NaN)} ms`
+      : `${fmt((prompt.length - 1) / ((lastTimings?.promptMs ?? NaN) / 1000))} tok/s (first request ${fmt(first.ms)} ms, its prompt ${fmt(lastTimings?.promptMs ?? NaN)} ms)`;
+    console.log(`   prompt processing (${prompt.length} tokens): in-process ${fmt(base.ppTps)} tok/s; tbrl serve ${readOrLoaded} (${((performance.now() - t) / 1000).toFixed(1)} s with the baseline's read)`);
 
-  // 3. N=8 vs N=1 on one turn (prompt cached for both).
-  const one = await call(messages, 1);
-  const eight = await call(messages, 8);
-  console.log(`3. one turn: N=1 ${fmt(one.ms)} ms, N=8 ${fmt(eight.ms)} ms -> ${(eight.ms / one.ms).toFixed(2)}x (target <= 3x)`);
-  await running.close();
+    // 1. Generation, served vs in-process: alternate, median of the per-pair ratios.
+    const served: number[] = [];
+    const direct: number[] = [];
+    for (let i = 0; i < samples; i++) {
+      const r = await call(1, 100 + i);
+      served.push(r.lengths[0] / (r.ms / 1000));
+      direct.push(await base.generate(100 + i));
+    }
+    await base.dispose();
+    const pairs = served.map((x, i) => x / direct[i]);
+    console.log(`1. generation (${TOKENS} tokens, ${samples} pairs): tbrl serve median ${fmt(median(served))} tok/s vs in-process ${fmt(median(direct))} tok/s -> median ratio ${median(pairs).toFixed(2)}x (range ${Math.min(...pairs).toFixed(2)}-${Math.max(...pairs).toFixed(2)}; target >= 0.9x)`);
+
+    // 3. N=8 vs N=1 on one turn, same max_tokens, prompt cached. The first N=8 also copies the prompt to the 7 other sequences.
+    decodes.take();
+    const copyRun = await call(8, 1);
+    console.log(`3. first N=8 of the turn: ${fmt(copyRun.ms)} ms, of which the prompt state copied to 7 sequences ${fmt(copyRun.timings?.copyMs ?? NaN)} ms; decodes ${batches(decodes.take())}`);
+    const ones: Reply[] = [];
+    const eights: Reply[] = [];
+    const eightDecodes: string[] = [];
+    for (let i = 0; i < rounds; i++) {
+      ones.push(await call(1, 200 + i));
+      decodes.take();
+      eights.push(await call(8, 200 + i));
+      eightDecodes.push(batches(decodes.take()));
+    }
+    const wall1 = median(ones.map((r) => r.ms));
+    const wall8 = median(eights.map((r) => r.ms));
+    const cpu1 = median(ones.map((r) => r.cpuMs));
+    const cpu8 = median(eights.map((r) => r.cpuMs));
+    const len1 = median(ones.map((r) => r.lengths[0]));
+    const all8 = eights.flatMap((r) => r.lengths);
+    const max8 = median(eights.map((r) => Math.max(...r.lengths)));
+    const gen1 = median(ones.map((r) => r.timings!.generateMs));
+    const gen8 = median(eights.map((r) => r.timings!.generateMs));
+    const perToken1 = gen1 / len1;
+    const perStep8 = gen8 / max8;
+    console.log(`   N=1 ${fmt(wall1)} ms (cpu ${fmt(cpu1)} ms), ${len1} tokens: ${fmt(perToken1)} ms per token`);
+    console.log(`   N=8 ${fmt(wall8)} ms (cpu ${fmt(cpu8)} ms), lengths mean ${fmt(all8.reduce((a, b) => a + b, 0) / all8.length)} max ${max8}: ${fmt(perStep8)} ms per batched step of up to 8 tokens (${fmt(gen8 / (all8.length ? all8.reduce((a, b) => a + b, 0) / rounds : 1))} ms per token); decodes ${eightDecodes.join(' | ')}`);
+    console.log(`   N=8 / N=1: wall ${(wall8 / wall1).toFixed(2)}x (target <= 3x), cpu ${(cpu8 / cpu1).toFixed(2)}x = batched step vs single step ${(perStep8 / perToken1).toFixed(2)}x x longest sample vs N=1 length ${(max8 / len1).toFixed(2)}x (medians of ${rounds} back-to-back pairs; load average now ${loadavg()[0].toFixed(2)})`);
+  } finally {
+    await running.close();
+  }
+  if (process.env.BENCH_LOCKSTEP_BASELINE === '0') return;
+  // The same N=8 without the lockstep (node-llama-cpp's own dispatch), for the split-batch cost.
+  const loose = await LocalEngine.load({ modelPath, threads, sequences: 8, contextSize: 4096, prefixCacheDir: kvDir, lockstep: false });
+  const looseDecodes = watchDecodes(loose);
+  try {
+    const ask = (n: number, seed: number) => loose.generate(messages, { n, temperature: 0.8, maxTokens: TOKENS, stop: ['\u0000'], seed, topLogprobs: 0 });
+    await ask(8, 1); // prompt from the disk cache, copied to the 8 sequences
+    const walls: number[] = [];
+    const seen: string[] = [];
+    for (let i = 0; i < rounds; i++) {
+      looseDecodes.take();
+      const r = await ask(8, 200 + i);
+      walls.push(r.timings.generateMs);
+      seen.push(batches(looseDecodes.take()));
+    }
+    console.log(`   without lockstep (engine in-process): N=8 generation ${fmt(median(walls))} ms; decodes ${seen.join(' | ')}`);
+  } finally {
+    await loose.dispose();
+  }
 }
 
 async function conversation(messages: Msg[]) {

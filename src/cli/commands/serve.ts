@@ -3,6 +3,7 @@ import { UsageError } from '../command';
 import { LocalEngine, DEFAULT_CONTEXT_SIZE, DEFAULT_SEQUENCES } from '../../core/serve/engine';
 import { startServer } from '../../core/serve/server';
 import { defaultModelPath } from '../../core/serve/default-model';
+import { loadSystemPrompt } from '../../core/agent/prompt';
 
 function int(values: Record<string, unknown>, key: string, min: number): number | undefined {
   const raw = values[key];
@@ -16,12 +17,14 @@ export const serveCommand: CliCommand = {
   name: 'serve',
   summary: 'Serve a local GGUF model over an OpenAI-compatible API on loopback (default: the cached SmolLM2-135M)',
   usage: [
-    'serve [--model-path FILE.gguf] [--port N] [--context-size TOKENS] [--sequences N] [--threads N] [--max-queue N] [--exit-with-stdin]',
+    'serve [--model-path FILE.gguf] [--port N] [--context-size TOKENS] [--sequences N] [--threads N] [--max-queue N] [--exit-with-stdin] [--warm-prefix]',
     '',
     `Default model: ${defaultModelPath()} (bash scripts/fetch-model.sh puts it there).`,
     'Endpoints: GET /v1/models, POST /v1/chat/completions (n, temperature, top_p, max_tokens, stop, seed,',
     'logprobs, top_logprobs; return_token_ids adds prompt_token_ids and per-choice token_ids, as vLLM does).',
     'The first stdout line is JSON: {"event":"listening","baseUrl":...,"model":...}. SIGINT/SIGTERM: graceful stop.',
+    '--warm-prefix: read the agent system prompt once into the on-disk prefix cache (kv/ beside the model, per',
+    'sequence count) and exit, so the first turn of the next server with these --sequences loads it (setup.sh does it).',
   ].join('\n'),
   options: {
     'model-path': { type: 'string' },
@@ -31,6 +34,7 @@ export const serveCommand: CliCommand = {
     threads: { type: 'string' },
     'max-queue': { type: 'string' },
     'exit-with-stdin': { type: 'boolean' },
+    'warm-prefix': { type: 'boolean' },
   },
   async run({ values }) {
     const modelPath = (values['model-path'] as string | undefined) ?? defaultModelPath();
@@ -42,6 +46,20 @@ export const serveCommand: CliCommand = {
       sequences: int(values, 'sequences', 1) ?? DEFAULT_SEQUENCES,
       threads: int(values, 'threads', 1),
     });
+    if (values['warm-prefix'] === true) {
+      // Every run starts a server whose first turn opens with this system prompt; reading it here
+      // (setup time) instead of there makes the first turn a state load. The user turn differs per
+      // task: the cache matches the longest shared prefix, and the server re-reads only the rest.
+      try {
+        const r = await engine.generate([{ role: 'system', content: loadSystemPrompt().text }, { role: 'user', content: 'warm-up' }], { n: 1, temperature: 0, maxTokens: 1, stop: [], topLogprobs: 0 });
+        log(r.promptTokensFromDisk
+          ? `the prefix cache already holds the system prompt (${r.promptTokensFromDisk} tokens loaded)`
+          : `read the ${r.promptTokenIds.length}-token system prompt in ${Math.round(r.timings.promptMs)} ms and saved its state to the prefix cache (${engine.sequences} sequences)`);
+      } finally {
+        await engine.dispose();
+      }
+      return 0;
+    }
     const running = await startServer(engine, { port: int(values, 'port', 0) ?? 0, maxQueue: int(values, 'max-queue', 1), log });
     console.log(JSON.stringify({ event: 'listening', baseUrl: running.baseUrl, model: running.modelId, contextSize: engine.contextSize, sequences: engine.sequences, pid: process.pid }));
     log(`${running.modelId} loaded in ${Date.now() - started} ms; listening on ${running.baseUrl}`);

@@ -3,6 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { TbrlError, errorMessage } from '../errors';
 
 // node-llama-cpp is an ES module with a native addon: loaded lazily so the CLI starts fast and
@@ -33,6 +34,8 @@ export interface EngineOptions {
    * of this model file): default `kv/` beside the model; false turns it off.
    */
   prefixCacheDir?: string | false;
+  /** Keep the N candidates of a request in step so that each step is one batched decode (default). false: node-llama-cpp's own dispatch (the benchmark's baseline). */
+  lockstep?: boolean;
 }
 
 export interface ChatTurn {
@@ -75,6 +78,19 @@ export interface GenerationResult {
   promptTokensReused: number;
   /** Of those, the tokens loaded from the on-disk prefix cache (a previous server's state). */
   promptTokensFromDisk?: number;
+  /** Where the request's time went (ms): the benchmark separates batch decode cost from the longest sample's tail with it. */
+  timings: GenerationTimings;
+}
+
+export interface GenerationTimings {
+  /** Waiting for free sequences (other requests hold them). */
+  queueMs: number;
+  /** Bringing the reading sequence to the prompt (disk cache, evaluation of the new tokens). */
+  promptMs: number;
+  /** Giving the other sequences the prompt (state copy, their own missing tokens). */
+  copyMs: number;
+  /** From the first candidate's start to the last one's end. */
+  generateMs: number;
 }
 
 export const DEFAULT_CONTEXT_SIZE = 4096;
@@ -112,6 +128,7 @@ export class LocalEngine {
     readonly contextSize: number,
     private readonly reusePrefix: boolean,
     private readonly diskCache: PrefixDiskCache | undefined,
+    private readonly lockstep: boolean,
   ) {}
 
   private busy = new Set<LlamaContextSequence>();
@@ -162,7 +179,7 @@ export class LocalEngine {
     const diskDir = options.prefixCacheDir === false || !reuse ? undefined : options.prefixCacheDir ?? join(dirname(modelPath), 'kv');
     // llama.cpp refuses a state saved from a context with another number of sequences (n_stream).
     const diskCache = diskDir ? new PrefixDiskCache(join(diskDir, `${modelFileKey(modelPath)}-seq${sequences}`)) : undefined;
-    return new LocalEngine(modelPath, modelId, llama, model, context, pool, wrapper, stateDir, contextSize, reuse, diskCache);
+    return new LocalEngine(modelPath, modelId, llama, model, context, pool, wrapper, stateDir, contextSize, reuse, diskCache, options.lockstep !== false);
   }
 
   get sequences(): number {
@@ -206,7 +223,10 @@ export class LocalEngine {
     // is read once, on the sequence that has most of it cached; the others receive a copy of that
     // state, so N candidates cost one prompt plus N batched generations.
     const width = Math.min(o.n, this.pool.length);
+    let mark = performance.now();
+    const lap = () => { const now = performance.now(); const ms = now - mark; mark = now; return ms; };
     const held = await this.acquire(width, prompt, o.signal);
+    const timings: GenerationTimings = { queueMs: lap(), promptMs: 0, copyMs: 0, generateMs: 0 };
     try {
       if (!this.reusePrefix) for (const seq of held) await seq.clearHistory();
       const fromDisk = await this.loadFromDisk(held[0], prompt);
@@ -214,16 +234,20 @@ export class LocalEngine {
       await this.align(held[0], prompt, stats);
       // A long prompt read from scratch (a system prompt, a task) is kept for the next server.
       if (this.diskCache && stats.evaluated - 1 >= DISK_SAVE_MIN_TOKENS) await this.diskCache.save(held[0], prompt.slice(0, -1));
+      timings.promptMs = lap();
       if (held.length > 1) await this.copyPrompt(held[0], held.slice(1), prompt, stats);
+      timings.copyMs = lap();
       const choices: GeneratedChoice[] = new Array(o.n);
+      const gate = new LockstepGate(this.lockstep);
       await Promise.all(held.map(async (seq, lane) => {
         for (let i = lane; i < o.n; i += held.length) {
           // A lane that runs a second candidate first rewinds to the prompt (an erase, no evaluation).
           if (i >= held.length) await this.align(seq, prompt, stats);
-          choices[i] = await this.sample(seq, prompt, { ...o, seed: o.seed !== undefined ? o.seed + i : undefined });
+          choices[i] = await this.sample(seq, prompt, { ...o, seed: o.seed !== undefined ? o.seed + i : undefined }, gate);
         }
       }));
-      return { promptTokenIds: prompt, choices, promptTokensEvaluated: stats.evaluated, promptTokensReused: stats.reused, ...(fromDisk ? { promptTokensFromDisk: fromDisk } : {}) };
+      timings.generateMs = lap();
+      return { promptTokenIds: prompt, choices, promptTokensEvaluated: stats.evaluated, promptTokensReused: stats.reused, ...(fromDisk ? { promptTokensFromDisk: fromDisk } : {}), timings };
     } finally {
       this.release(held);
     }
@@ -327,7 +351,7 @@ export class LocalEngine {
     for (const seq of others) await this.align(seq, prompt, stats);
   }
 
-  private async sample(seq: LlamaContextSequence, prompt: number[], o: SamplingOptions): Promise<GeneratedChoice> {
+  private async sample(seq: LlamaContextSequence, prompt: number[], o: SamplingOptions, gate: LockstepGate): Promise<GeneratedChoice> {
     const tokens: GeneratedToken[] = [];
     const wantTop = o.topLogprobs > 0;
     let finishReason: 'stop' | 'length' = 'length';
@@ -337,6 +361,7 @@ export class LocalEngine {
       topP: o.topP,
       seed: o.seed,
     });
+    gate.join();
     try {
       for await (const out of generator) {
         if (o.signal?.aborted) throw new TbrlError('cancelled', 'The request was cancelled.');
@@ -355,13 +380,57 @@ export class LocalEngine {
         const hit = firstStop(text, o.stop);
         if (hit >= 0) { text = text.slice(0, hit); finishReason = 'stop'; break; }
         if (tokens.length >= o.maxTokens) break;
+        // Ask for the next token only when every candidate has its current one, so that
+        // node-llama-cpp decodes all of them in one batch instead of splitting the step.
+        await gate.arrive();
       }
       // The generator ends by itself at an end-of-generation token it does not yield.
       if (tokens.length < o.maxTokens) finishReason = 'stop';
     } finally {
+      // A finished candidate leaves the batch at once: the others do not wait for it.
+      gate.leave();
       await generator.return(undefined);
     }
     return { text, tokens, finishReason };
+  }
+}
+
+/**
+ * Keeps the candidates of one request in step. node-llama-cpp batches the decodes that are queued
+ * when it dispatches (on the next event-loop turn, or right after the previous batch); a candidate
+ * whose continuation runs a little later misses that dispatch and is decoded alone, and from then
+ * on one candidate trails the others every step (measured: 10 decodes of 1 + 6 + 7×7 + 8 tokens
+ * for 8 candidates × 8 tokens instead of 8 decodes of 8). Each candidate arrives after taking its
+ * token; the last arrival releases all of them, so their next decodes are queued together.
+ */
+export class LockstepGate {
+  constructor(private readonly enabled = true) {}
+
+  private active = 0;
+  private arrived = 0;
+  private waiting: Array<() => void> = [];
+
+  join(): void {
+    this.active++;
+  }
+
+  leave(): void {
+    this.active--;
+    this.releaseIfComplete();
+  }
+
+  arrive(): Promise<void> {
+    if (!this.enabled) return Promise.resolve();
+    this.arrived++;
+    const wait = new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.releaseIfComplete();
+    return wait;
+  }
+
+  private releaseIfComplete(): void {
+    if (this.arrived < this.active || this.waiting.length === 0) return;
+    this.arrived = 0;
+    for (const resolve of this.waiting.splice(0)) resolve();
   }
 }
 
