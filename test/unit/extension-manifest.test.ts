@@ -61,10 +61,12 @@ test('the debugger contribution: type tbrl, launch attributes match the adapter,
   assert.match(pkg.scripts.package, /vsce package --no-dependencies/);
 });
 
-test('.vscodeignore lets only bundles, prompts, media, image recipes and the trainer bridge into the .vsix', () => {
+test('.vscodeignore lets only bundles, prompts, media, image recipes, the cage helper\'s source and the trainer bridge into the .vsix', () => {
   const lines = readFileSync('.vscodeignore', 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
   assert.equal(lines[0], '**');
-  for (const l of lines.slice(1)) assert.match(l, /^!(dist\/(extension(-cli)?\.js|webview\/\*\.js|prompts\/\*\*|proto\/\*\*)|media\/\*\*|sandbox\/images(\.json|\/\*\*)|trainer-bridge\/(pyproject\.toml|tbrl_bridge\/(\*\.py|presets\.json|algorithms\.json|estimators\/\*\.py))|package\.json|README\.md|LICENSE)$/);
+  for (const l of lines.slice(1)) assert.match(l, /^!(dist\/(extension(-cli)?\.js|webview\/\*\.js|prompts\/\*\*|proto\/\*\*)|media\/\*\*|sandbox\/(images(\.json|\/\*\*)|cage\/\*\*)|trainer-bridge\/(pyproject\.toml|tbrl_bridge\/(\*\.py|presets\.json|algorithms\.json|estimators\/\*\.py))|package\.json|README\.md|LICENSE)$/);
+  // The installed extension builds the command cage from its source (src/core/sandbox/cage.ts).
+  assert.ok(lines.includes('!sandbox/cage/**'), 'sandbox/cage/cage.c ships in the .vsix');
   for (const shipped of ['!trainer-bridge/tbrl_bridge/*.py', '!trainer-bridge/tbrl_bridge/presets.json', '!trainer-bridge/tbrl_bridge/algorithms.json', '!trainer-bridge/tbrl_bridge/estimators/*.py']) assert.ok(lines.includes(shipped), `${shipped}: the editor bundles the bridge`);
 });
 

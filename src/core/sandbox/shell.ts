@@ -170,6 +170,9 @@ export function frameShellPrelude(nonce: string, home: string, stateDir: string)
     `__tbrl_nonce=${nonce} __tbrl_home=${ansiCQuote(home)} __tbrl_d=${ansiCQuote(stateDir)} __tbrl_note=`,
     `__tbrl_child=${ansiCQuote(CHILD)}`,
     '__tbrl_bash=$(type -P bash || echo /bin/bash) __tbrl_cage=() __tbrl_prm= __tbrl_helper= __tbrl_cagecap=none __tbrl_cagehow=none',
+    // The frame shell may be the studio's static bash, but the agent's commands run in the image's
+    // own: without one the sandbox fails to start (SHELL_UNAVAILABLE), not every command with 127.
+    `[ -x "$__tbrl_bash" ] || { echo "the image has no bash on PATH"; exit 127; }`,
     'while read -r __tbrl_k __tbrl_x; do [ "$__tbrl_k" = CapPrm: ] && __tbrl_prm=$__tbrl_x; done </proc/$$/status 2>/dev/null',
     // The studio's helper counts only on its read-only mount (fields 5 and 6 of mountinfo: mount
     // point and per-mount options); a file the agent put at that path without the mount is ignored.
