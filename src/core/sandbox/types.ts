@@ -62,6 +62,11 @@ export interface ExecOptions {
   background?: boolean;
   /** Record reads/writes/ports/processes for this command (DepGPO); ignored when tracing is unavailable. */
   trace?: boolean;
+  /**
+   * Internal (the traced sandbox): the frame shell opens this command's trace markers itself, around
+   * the command's process (shell.ts ShellRunOptions.traceMark).
+   */
+  traceMark?: number;
 }
 
 export interface ExecResult {

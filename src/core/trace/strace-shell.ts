@@ -89,6 +89,14 @@ export class StraceShell {
     const exported = carry ? '' : (await inner.exec('builtin export -p', { timeoutMs: 10_000 })).output;
     const container = docker.getContainer(inner.info.containerId);
     const route = { onLine: (_line: string): void => undefined };
+    // As root with the cage helper mounted, the traced frame shell is the studio's static bash from
+    // the read-only cage volume (as the sandbox's own frame shell is): the image's bash, which a
+    // root command can replace, never sees the prelude and its nonce when the shell is restarted.
+    // --posix: no $BASH_ENV (the prelude leaves posix mode). A non-root image keeps the image's
+    // bash: there the volume's bash is execute-only, and strace (running as the image user) cannot
+    // trace a program it may not read; the agent, not root, cannot replace the image's bash either.
+    const cage = inner.info.cage;
+    const frameShell = cage?.by === 'helper' && cage.frameShell ? [cage.frameShell, '--posix', '--noprofile', '--norc'] : ['bash', '--noprofile', '--norc'];
 
     const spawn: ShellSpawner = async (dir) => {
       // A fresh copy before every start: the agent (root) can replace files under BUNDLE_DIR, and a
@@ -104,7 +112,7 @@ export class StraceShell {
           // No -o: the trace goes to strace's stderr, the exec's stderr channel (see the class comment).
           '-D', '--seccomp-bpf', '-f', '-q', '-y',
           '-e', `trace=${TRACED_SYSCALLS.join(',')}`, '-e', 'signal=none',
-          '--', 'bash', '--noprofile', '--norc',
+          '--', ...frameShell,
         ],
         AttachStdin: true,
         AttachStdout: true,
@@ -141,6 +149,7 @@ export class StraceShell {
         timeoutMs: options.timeoutMs,
         maxOutputBytes: options.maxOutputBytes ?? this.maxOutputBytes,
         background: options.background,
+        traceMark: options.traceMark,
       });
     } catch (err) {
       if (!(err instanceof ShellEndedError)) throw err;
