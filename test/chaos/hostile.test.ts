@@ -620,6 +620,25 @@ chaosCase('agent (root): put a `bash` wrapper first on PATH (/usr/local/bin/bash
   }
 }, { timeout: 180_000 });
 
+chaosCase('agent (root): replace the strace bundle in /.tbrl-strace (a fake strace, a new file), then kill -9 the tracer so it is restarted from the bundle', 'the bundle is a read-only volume: both writes get "Read-only file system"; the restarted tracer is the real strace and the next command is traced', async () => {
+  const inner = await sandbox();
+  const sb = await createTracedSandbox(inner);
+  try {
+    assert.equal(sb.tracing.available, true, sb.tracing.reason);
+    assert.match(inner.info.straceBundle ?? '', /^tbrl-strace-/);
+    const w = await sb.exec('cp /bin/true /.tbrl-strace/strace; echo x > /.tbrl-strace/new; ls /.tbrl-strace/new 2>&1', { trace: true, timeoutMs: 15_000 });
+    assert.equal((w.output.match(/Read-only file system/g) ?? []).length, 2, w.output);
+    const kill = await sb.exec('kill -9 $(pgrep -x ld.so)', { trace: true, timeoutMs: 15_000 });
+    assert.match(kill.output, /restarted \(1 of 3 times/, kill.output);
+    const next = await sb.exec('echo z > /tmp/z.txt', { trace: true, timeoutMs: 15_000 });
+    assert.ok(next.trace?.writes.some((wr) => wr.path === '/tmp/z.txt'), `not traced after the restart: ${next.trace?.incomplete}`);
+    return `writes refused (read-only volume ${inner.info.straceBundle}); tracer restarted from it; next command traced`;
+  } finally {
+    await sb.close();
+    await inner.close();
+  }
+}, { timeout: 180_000 });
+
 chaosCase('agent: kill -STOP the tracer (every traced process would freeze)', 'the command ends at its timeout; the stopped strace is killed, the shell runs under a new one and the next command is traced; DepGPO reason "tracer lost"', async () => {
   const inner = await sandbox();
   const sb = await createTracedSandbox(inner);

@@ -121,6 +121,12 @@ export interface SandboxInfo {
    * started in this container (the traced one) to use instead of the image's.
    */
   cage?: { by: CagedBy; capability?: string; note?: string; frameShell?: string };
+  /**
+   * The read-only volume holding the tracer's strace at /.tbrl-strace (sandbox/strace-volume.ts);
+   * absent where the tracer image was missing when the container was created (the traced sandbox
+   * then copies the bundle in).
+   */
+  straceBundle?: string;
 }
 
 /** One running container with a persistent shell. Every agent step, test run and verifier run goes through one. */

@@ -2,13 +2,14 @@ import { Duplex, type Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { containerAuxRunner, PersistentShell, ShellEndedError, type ShellSpawner } from '../sandbox/shell';
 import { ansiCQuote } from '../sandbox/bash-quote';
+import { STRACE_BUNDLE_DIR } from '../sandbox/strace-volume';
 import { DockerDemuxer } from '../sandbox/demux';
 import { DEFAULT_LIMITS, type ExecOptions, type ExecResult, type Sandbox } from '../sandbox/types';
 import type { StraceHelper } from './helper';
 import { TRACED_SYSCALLS } from './strace-parser';
 
 /** Where the tracer image keeps its relocatable strace, and where it is copied in the task container. */
-export const BUNDLE_DIR = '/.tbrl-strace';
+export const BUNDLE_DIR = STRACE_BUNDLE_DIR;
 
 /** The shell state a restarted traced shell takes over: the old one's state directory and cwd. */
 export interface CarriedState {
@@ -99,10 +100,13 @@ export class StraceShell {
     const frameShell = cage?.by === 'helper' && cage.frameShell ? [cage.frameShell, '--posix', '--noprofile', '--norc'] : ['bash', '--noprofile', '--norc'];
 
     const spawn: ShellSpawner = async (dir) => {
-      // A fresh copy before every start: the agent (root) can replace files under BUNDLE_DIR, and a
-      // strace of its own would write whatever trace it likes.
-      const bundle = (await helper.container.getArchive({ path: BUNDLE_DIR })) as unknown as Readable;
-      await inner.putArchive(bundle, '/');
+      // The bundle is the sandbox's read-only volume (sandbox/strace-volume.ts) where the provider
+      // mounted it. Otherwise a fresh copy before every start: the agent (root) can replace files
+      // under BUNDLE_DIR, and a strace of its own would write whatever trace it likes.
+      if (!inner.info.straceBundle) {
+        const bundle = (await helper.container.getArchive({ path: BUNDLE_DIR })) as unknown as Readable;
+        await inner.putArchive(bundle, '/');
+      }
       const exec = await container.exec({
         Cmd: [
           `${BUNDLE_DIR}/ld.so`, '--library-path', `${BUNDLE_DIR}/lib`, `${BUNDLE_DIR}/strace`,

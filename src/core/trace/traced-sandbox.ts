@@ -259,7 +259,6 @@ class TraceEngine {
     const n = ++this.seq;
     const notes: string[] = [];
     const endTimeout = this.options.endMarkTimeoutMs ?? 10_000;
-    let result: ExecResult;
     let window: TraceWindow | undefined;
     let pid = this.shellPid;
     // The frame shell may have been started again since the last traced command (the agent killed
@@ -284,7 +283,7 @@ class TraceEngine {
     }, options.timeoutMs) : undefined;
     // The frame shell opens marker n before it starts the command's process and again after `wait`
     // (after the fork, for a background command): nothing the command does can move either.
-    result = await this.run(command, { ...options, traceMark: n });
+    const result = await this.run(command, { ...options, traceMark: n });
     clearTimeout(watch);
     window = await this.windows.waitForEnd(n, result.timedOut ? 1000 : Math.min(2000, endTimeout));
     // The tracer is checked before asking the shell anything: without it the shell's opens fail,
