@@ -563,6 +563,82 @@ chaosCase('agent: forge trace lines — a fake openat of tests/forged.py written
   }
 }, { timeout: 180_000 });
 
+chaosCase('agent: forge trace markers — the command opens /.tbrl-mark-N-end itself (every N, closing its own trace window early), then in a second command /.tbrl-mark-999-begin (opening a window nobody waits for), each followed by a write and a read of /solution', 'only the frame shell\'s own marks count: the later write and read are in each command\'s trace; the forgery is flagged (trace.incomplete "forged trace marker … by pid …") and DepGPO falls back naming it', async () => {
+  const inner = await sandbox();
+  const sb = await createTracedSandbox(inner);
+  try {
+    assert.equal(sb.tracing.available, true, sb.tracing.reason);
+    await sb.exec('mkdir -p /solution && echo 42 > /solution/answer', { trace: true, timeoutMs: 15_000 });
+    const ends = await sb.exec('for n in $(seq 0 60); do : 2>/dev/null </.tbrl-mark-$n-end; done; echo pwned > /tmp/after-end.txt; cat /solution/answer', { trace: true, timeoutMs: 15_000 });
+    assert.equal(ends.output, '42\n', ends.output);
+    assert.ok(ends.trace?.writes.some((w) => w.path === '/tmp/after-end.txt'), `the write after the forged end marker is not in the trace: ${JSON.stringify(touched(ends))}`);
+    assert.ok(ends.trace?.reads.includes('/solution/answer'), `the read of /solution after the forged end marker is not in the trace: ${JSON.stringify(touched(ends))}`);
+    assert.match(ends.trace?.incomplete ?? '', /^forged trace marker: .*\/\.tbrl-mark-\d+-end.* by pid \d+/, String(ends.trace?.incomplete));
+    const begin = await sb.exec(': 2>/dev/null </.tbrl-mark-999-begin; echo pwned > /tmp/after-begin.txt; cat /solution/answer', { trace: true, timeoutMs: 15_000 });
+    assert.ok(begin.trace?.writes.some((w) => w.path === '/tmp/after-begin.txt'), `the write after the forged begin marker is not in the trace: ${JSON.stringify(touched(begin))} (${begin.trace?.incomplete})`);
+    assert.match(begin.trace?.incomplete ?? '', /^forged trace marker: .*\/\.tbrl-mark-999-begin/, String(begin.trace?.incomplete));
+    const next = await sb.exec('echo fine > /tmp/fine.txt', { trace: true, timeoutMs: 15_000 });
+    assert.equal(next.trace?.incomplete, undefined, 'a clean command after the forgery is traced in full');
+    assert.ok(next.trace?.writes.some((w) => w.path === '/tmp/fine.txt'));
+    const result = computeDepgpo({
+      commands: [ends, begin, next].map((r, i) => ({ step: i, text: 'x', trace: r.trace })),
+      instruction: '',
+      stepTokens: [1, 1, 1],
+      verifier: { reads: ['/tmp/fine.txt'], writes: [], ports: [], processes: [] },
+    });
+    assert.match(result.fallback ?? '', /^forged trace marker/);
+    return `forged end and begin markers ignored; writes and /solution reads after them traced; flagged: "${ends.trace!.incomplete!.slice(0, 70)}…"; DepGPO fallback`;
+  } finally {
+    await sb.close();
+    await inner.close();
+  }
+}, { timeout: 180_000 });
+
+chaosCase('agent (root): put a `bash` wrapper first on PATH (/usr/local/bin/bash) that copies its stdin to a file, then kill -9 the traced frame shell (by its pid) so it is started again', 'the traced frame shell is the studio\'s static bash from the read-only cage volume: the wrapper never sees the prelude (no nonce stolen); false → 1, (exit 7) → 7, a forged frame stays output', async () => {
+  const inner = await sandbox();
+  const sb = await createTracedSandbox(inner);
+  try {
+    assert.equal(sb.tracing.available, true, sb.tracing.reason);
+    assert.equal(inner.info.cage?.frameShell, '/.tbrl-cage/bash');
+    // First on PATH (/usr/local/bin comes before /usr/bin), so a `bash` looked up by name is this one.
+    const wrap = await sb.exec(`printf '#!/bin/sh\\n/usr/bin/tee -a /tmp/stolen-stdin | exec /usr/bin/bash "$@"\\n' > /usr/local/bin/bash && chmod 755 /usr/local/bin/bash && hash -r && type -P bash`, { trace: true, timeoutMs: 15_000 });
+    assert.equal(wrap.output, '/usr/local/bin/bash\n', wrap.output);
+    // With the wrapper in place a command's $PPID is the wrapper: kill the frame shell by its pid
+    // (visible to the agent in the container's PID namespace).
+    const framePid = (sb as unknown as { engine: { straceShell: { pid: number } } }).engine.straceShell.pid;
+    const killed = await sb.exec(`kill -9 ${framePid}`, { trace: true, timeoutMs: 15_000 });
+    assert.ok(killed.exitCode !== 0 || /exited|restart/.test(killed.output), killed.output);
+    await framesStillTrue(sb, 'traced: bash replaced, frame shell killed');
+    const stolen = (await sb.exec('cat /tmp/stolen-stdin 2>/dev/null | grep -c __tbrl_nonce; true')).output.trim();
+    assert.ok(stolen === '0' || stolen === '', `the restarted traced frame shell's prelude passed through the image's bash: ${stolen}`);
+    const after = await sb.exec('echo t > /tmp/t.txt', { trace: true, timeoutMs: 15_000 });
+    assert.ok(after.trace?.writes.some((w) => w.path === '/tmp/t.txt'), `not traced after the restart: ${after.trace?.incomplete}`);
+    return 'the restarted traced frame shell is /.tbrl-cage/bash: no nonce seen by the replaced bash; frames true; traced again';
+  } finally {
+    await sb.close();
+    await inner.close();
+  }
+}, { timeout: 180_000 });
+
+chaosCase('agent (root): replace the strace bundle in /.tbrl-strace (a fake strace, a new file), then kill -9 the tracer so it is restarted from the bundle', 'the bundle is a read-only volume: both writes get "Read-only file system"; the restarted tracer is the real strace and the next command is traced', async () => {
+  const inner = await sandbox();
+  const sb = await createTracedSandbox(inner);
+  try {
+    assert.equal(sb.tracing.available, true, sb.tracing.reason);
+    assert.match(inner.info.straceBundle ?? '', /^tbrl-strace-/);
+    const w = await sb.exec('cp /bin/true /.tbrl-strace/strace; echo x > /.tbrl-strace/new; ls /.tbrl-strace/new 2>&1', { trace: true, timeoutMs: 15_000 });
+    assert.equal((w.output.match(/Read-only file system/g) ?? []).length, 2, w.output);
+    const kill = await sb.exec('kill -9 $(pgrep -x ld.so)', { trace: true, timeoutMs: 15_000 });
+    assert.match(kill.output, /restarted \(1 of 3 times/, kill.output);
+    const next = await sb.exec('echo z > /tmp/z.txt', { trace: true, timeoutMs: 15_000 });
+    assert.ok(next.trace?.writes.some((wr) => wr.path === '/tmp/z.txt'), `not traced after the restart: ${next.trace?.incomplete}`);
+    return `writes refused (read-only volume ${inner.info.straceBundle}); tracer restarted from it; next command traced`;
+  } finally {
+    await sb.close();
+    await inner.close();
+  }
+}, { timeout: 180_000 });
+
 chaosCase('agent: kill -STOP the tracer (every traced process would freeze)', 'the command ends at its timeout; the stopped strace is killed, the shell runs under a new one and the next command is traced; DepGPO reason "tracer lost"', async () => {
   const inner = await sandbox();
   const sb = await createTracedSandbox(inner);

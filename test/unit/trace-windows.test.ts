@@ -67,3 +67,48 @@ test('the rotating log never exceeds its budget and keeps the newest lines', () 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('only the frame shell (the root pid) cuts windows: marker opens by any other pid are ignored and reported as forged', async () => {
+  const w = new TraceWindows(10, '/', 1000);
+  w.onLine(mark(10, 1, 'begin'));
+  w.onLine('10 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|SIGCHLD) = 11');
+  for (let n = 0; n < 8; n++) w.onLine(mark(11, n, 'end'));
+  w.onLine(mark(11, 99, 'begin'));
+  w.onLine('11 openat(AT_FDCWD, "/tests/conftest.py", O_WRONLY|O_CREAT|O_TRUNC, 0644) = 3');
+  w.onLine(mark(10, 1, 'end'));
+  // Between commands (a background job): reported with the next window.
+  w.onLine(mark(12, 2, 'end'));
+  w.onLine(mark(10, 2, 'begin'));
+  w.onLine(mark(10, 2, 'end'));
+  const first = await w.waitForEnd(1, 100);
+  assert.ok(first?.events.some((e) => e.kind === 'open' && e.path === '/tests/conftest.py'), 'the write after the forged end marker left the window');
+  assert.equal(first?.forgedCount, 9);
+  assert.deepEqual(first?.forged?.slice(0, 2), ['/.tbrl-mark-0-end by pid 11', '/.tbrl-mark-1-end by pid 11']);
+  assert.equal(first?.forged?.length, 5, 'only the first few are kept');
+  const second = await w.waitForEnd(2, 100);
+  assert.deepEqual(second?.forged, ['/.tbrl-mark-2-end by pid 12']);
+  assert.equal(await w.waitForEnd(99, 20), undefined, 'the forged begin opened no window');
+});
+
+test('the command process\'s first `go` drops only its own start-up reads of the user database; a second `go` (or anyone else\'s) is forged', async () => {
+  const w = new TraceWindows(10, '/', 1000);
+  w.onLine(mark(10, 1, 'begin'));
+  w.onLine('10 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|SIGCHLD) = 11');
+  w.onLine('11 openat(AT_FDCWD, "/etc/passwd", O_RDONLY|O_CLOEXEC) = 3');
+  // A replaced bash doing work before it says `go`: kept.
+  w.onLine('11 openat(AT_FDCWD, "/solution/early", O_RDONLY) = 3');
+  w.onLine(mark(11, 1, 'go'));
+  w.onLine('11 openat(AT_FDCWD, "/solution/answer", O_RDONLY) = 3');
+  w.onLine(mark(11, 1, 'go'));
+  w.onLine(mark(77, 1, 'go'));
+  w.onLine('11 openat(AT_FDCWD, "/tests/x.py", O_WRONLY|O_CREAT, 0644) = 3');
+  w.onLine(mark(10, 1, 'end'));
+  const win = await w.waitForEnd(1, 100);
+  assert.deepEqual(win?.events.filter((e) => e.kind === 'open').map((e) => (e.kind === 'open' ? e.path : '')), ['/solution/early', '/solution/answer', '/tests/x.py']);
+  assert.deepEqual(win?.forged, ['/.tbrl-mark-1-go by pid 11', '/.tbrl-mark-1-go by pid 77']);
+  // A window without `go` (a background command) keeps everything from the frame shell's begin.
+  w.onLine(mark(10, 2, 'begin'));
+  w.onLine('12 openat(AT_FDCWD, "/etc/passwd", O_RDONLY|O_CLOEXEC) = 3');
+  w.onLine(mark(10, 2, 'end'));
+  assert.equal((await w.waitForEnd(2, 100))?.events.length, 1);
+});

@@ -229,6 +229,10 @@ function unusableReason(input: DepgpoInput): string | undefined {
   // A tracer killed mid-run (traced-sandbox.ts TRACER_LOST): the graph after it is blind, so no credit is given.
   const lost = input.commands.find((c) => c.trace?.incomplete?.startsWith('tracer lost'));
   if (lost) return lost.trace!.incomplete;
+  // A command opened the tracer's window markers itself (traced-sandbox.ts FORGED_MARKER): its
+  // trace is whole, but an agent hiding syscalls from the graph earns no graph-based credit.
+  const forged = input.commands.find((c) => c.trace?.incomplete?.startsWith('forged trace marker'));
+  if (forged) return forged.trace!.incomplete;
   return undefined;
 }
 

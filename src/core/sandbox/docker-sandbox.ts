@@ -126,6 +126,7 @@ export class DockerSandbox implements Sandbox {
         timeoutMs: options.timeoutMs,
         maxOutputBytes: options.maxOutputBytes ?? this.limits.maxOutputBytes,
         background: options.background,
+        traceMark: options.traceMark,
       });
       if (result.exitCode === 137 && !result.timedOut && !result.diskLimitExceeded) await this.noteOom(result);
       return this.withDiskNotice(result);

@@ -8,6 +8,7 @@ import { resolveImage, type ImageResolverOptions, type ResolvedImage } from './i
 import { gcSandboxes } from './gc';
 import { startDockerSidecars } from './sidecars';
 import { CAGE_DIR, cageAssets, cageMount } from './cage';
+import { straceBundleMount } from './strace-volume';
 import { TbrlError } from '../errors';
 
 export const PROJECT_LABEL_VALUE = 'tbrl';
@@ -120,6 +121,9 @@ export class DockerSandboxProvider implements SandboxProvider {
     // The studio's own static programs, read-only: see cage.ts (an absent helper is said, never silent).
     const cage = await cageMount(this.docker, launch.image);
     const frameBash = cage.mount && cageAssets().files.some((f) => f.name === 'bash') ? `${CAGE_DIR}/bash` : undefined;
+    // The tracer's strace, read-only as well (a restarted traced shell must not run a strace the agent replaced).
+    const strace = await straceBundleMount(this.docker).catch(() => undefined);
+    const studioMounts = [...(cage.mount ? [cage.mount] : []), ...(strace ? [strace.mount] : [])];
     const createWith = (storageOpt: boolean) => this.docker.createContainer({
       Image: launch.image,
       // The image's own ENTRYPOINT and CMD run as the author built them (a service, an /etc/hosts
@@ -147,7 +151,7 @@ export class DockerSandboxProvider implements SandboxProvider {
         NetworkMode: spec.networkName ?? (spec.network ? 'bridge' : 'none'),
         Init: initAvailable(this.connection),
         Binds: launch.binds,
-        Mounts: cage.mount ? [...(launch.mounts ?? []), cage.mount] : launch.mounts,
+        Mounts: studioMounts.length ? [...(launch.mounts ?? []), ...studioMounts] : launch.mounts,
         StorageOpt: storageOpt ? { size: String(limits.diskBytes) } : undefined,
       },
     });
@@ -179,6 +183,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       substitutedFrom: launch.substitutedFrom,
       workspaceMode: launch.workspaceMode,
       tracing: { available: false, reason: 'syscall tracing is provided by the tracing module, not the sandbox' },
+      ...(strace ? { straceBundle: strace.volume } : {}),
     };
     const sandbox = new DockerSandbox({
       docker: this.docker,

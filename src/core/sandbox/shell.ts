@@ -6,7 +6,7 @@ import { CappedOutput } from './output-cap';
 import { DockerDemuxer } from './demux';
 import { ansiCQuote } from './bash-quote';
 import { KILL_SCRIPT } from './kill-script';
-import { SHELL_STATE_PREFIX } from './shell-paths';
+import { SHELL_STATE_PREFIX, TRACE_MARK_PREFIX } from './shell-paths';
 import { CAGE_DIR } from './cage';
 
 /** Starts `bash` in the container with stdin attached: the raw multiplexed stream and a way to read its exit code. */
@@ -39,6 +39,12 @@ export interface ShellRunOptions {
   timeoutMs?: number;
   maxOutputBytes: number;
   background?: boolean;
+  /**
+   * Traced commands: the frame shell itself opens `/.tbrl-mark-<n>-begin` before it starts the
+   * command's process and `/.tbrl-mark-<n>-end` after `wait` (after the fork, for a background
+   * command), so the tracer's windows are cut by a pid no agent code runs as.
+   */
+  traceMark?: number;
 }
 
 /** The shell did not answer its own start-up/state command (a container too starved to run bash). */
@@ -118,8 +124,8 @@ const SAVE_FN = [
 const SAVE_TRAP = '{ __tbrl_f=$- __tbrl_so=$SHELLOPTS __tbrl_bo=$BASHOPTS POSIXLY_CORRECT=1; unset -f builtin command __tbrl_save; eval "$__tbrl_savefn"; unset POSIXLY_CORRECT; __tbrl_save; } 2>/dev/null';
 
 /**
- * The program of one command process: `bash -c CHILD bash <state dir> <save|nosave> <command>`
- * (or `... '' file` with the command in `<state dir>/cmd` when it is too long for an argument).
+ * The program of one command process: `bash -c CHILD bash <state dir> <save|nosave> <command> '' [<trace mark>]`
+ * (or `... '' file [<trace mark>]` with the command in `<state dir>/cmd` when it is too long for an argument).
  * It starts from an empty environment (`exec -c`), sources the options and variables (before its
  * own variables are set: the saved ones include a stale copy), then — in
  * the same `eval` as the command, so no agent function or alias exists while our own lines run —
@@ -129,6 +135,9 @@ const SAVE_TRAP = '{ __tbrl_f=$- __tbrl_so=$SHELLOPTS __tbrl_bo=$BASHOPTS POSIXL
  * (read whole), never read with `read -d` (one syscall per byte).
  */
 const CHILD = [
+  // A traced command (`$5`: its marker number) says where its own start-up ends, before anything of
+  // the saved state (which a command can rewrite) runs: the tracer keeps this process's events from here.
+  `builtin test -z "\${5-}" || : 2>/dev/null <"${TRACE_MARK_PREFIX}\${5-}-go"`,
   'builtin set -m',
   '{ builtin . "$1/opts"; builtin . "$1/vars"; } 2>/dev/null',
   '__tbrl_d=$1 __tbrl_k=$2 __tbrl_c=$3',
@@ -186,10 +195,13 @@ export function frameShellPrelude(nonce: string, home: string, stateDir: string)
     // its functions (these) are not the agent's, so the first command starts with none.
     SAVE_FN,
     '__tbrl_fresh() { if [ -n "$__tbrl_helper" ]; then "$__tbrl_helper" mkdir "$__tbrl_d"; else mkdir -p -m 700 "$__tbrl_d"; fi 2>/dev/null; __tbrl_k=save __tbrl_f=$- __tbrl_so=$SHELLOPTS __tbrl_bo=$BASHOPTS; ( __tbrl_save ) 2>/dev/null; : >|"$__tbrl_d/funcs"; }',
-    `__tbrl_spawn() { if [ \${#1} -lt ${ARG_LIMIT} ]; then set -- "$1" "$2" ''; else printf %s "$1" >|"$__tbrl_d/cmd"; set -- '' "$2" file; fi`,
+    `__tbrl_spawn() { if [ \${#1} -lt ${ARG_LIMIT} ]; then set -- "$1" "$2" '' "$3"; else printf %s "$1" >|"$__tbrl_d/cmd"; set -- '' "$2" file "$3"; fi`,
     // The redirections belong to the exec'd child: this shell's own stderr stays /dev/null, so its
   // job report of a killed command ("Killed ( exec -c ...)") never reaches the output.
-  `  ( exec -c "\${__tbrl_cage[@]}" "$__tbrl_bash" --noprofile --norc -c "$__tbrl_child" bash "$__tbrl_d" "$2" "$1" "$3" </dev/null 2>&1 ); }`,
+  `  ( exec -c "\${__tbrl_cage[@]}" "$__tbrl_bash" --noprofile --norc -c "$__tbrl_child" bash "$__tbrl_d" "$2" "$1" "$3" "$4" </dev/null 2>&1 ); }`,
+    // A trace marker (the tracer cuts its per-command windows at these opens; shell-paths.ts).
+    `__tbrl_mark() { [ -z "$1" ] || : 2>/dev/null <"${TRACE_MARK_PREFIX}$1-$2"; }`,
+    // $1 command, $2 background log ('' in the foreground), $3 trace marker number ('' untraced).
     '__tbrl_run() {',
     '  local rc c',
     '  [ "$PWD" -ef . ] 2>/dev/null || cd -- "$PWD" 2>/dev/null || {',
@@ -198,9 +210,9 @@ export function frameShellPrelude(nonce: string, home: string, stateDir: string)
     '  [ -s "$__tbrl_d/opts" ] || { __tbrl_fresh',
     "    __tbrl_note+=\"[note: the shell's saved state ($__tbrl_d) was removed; the command runs with the container's original environment]\"$'\\n'; }",
     "  printf %s \"$__tbrl_note\"; __tbrl_note=",
-    '  if [ -n "$2" ]; then __tbrl_spawn "$1" nosave >"$2" & __tbrl_frame 0 $!; return; fi',
+    '  if [ -n "$2" ]; then __tbrl_mark "$3" begin; __tbrl_spawn "$1" nosave >"$2" & __tbrl_mark "$3" end; __tbrl_frame 0 $!; return; fi',
     '  : 2>/dev/null >|"$__tbrl_d/cwd"',
-    '  __tbrl_spawn "$1" save; rc=$?',
+    '  __tbrl_mark "$3" begin; __tbrl_spawn "$1" save "$3"; rc=$?; __tbrl_mark "$3" end',
     '  if [ -s "$__tbrl_d/cwd" ]; then',
     "    IFS= read -r -d '' c <\"$__tbrl_d/cwd\"",
     '    [ "$c" = "$PWD" ] || cd -- "$c" 2>/dev/null || {',
@@ -217,9 +229,13 @@ export function frameShellPrelude(nonce: string, home: string, stateDir: string)
   ].join('\n');
 }
 
-/** One agent command for the frame shell (`background`: started with output to a log, framed at once). */
-export function runLine(command: string, background?: { log: string }): string {
-  return `__tbrl_run ${ansiCQuote(command)}${background ? ` ${ansiCQuote(background.log)}` : ''}`;
+/**
+ * One agent command for the frame shell (`background`: started with output to a log, framed at
+ * once; `traceMark`: the frame shell opens that command's trace markers around it).
+ */
+export function runLine(command: string, background?: { log: string }, traceMark?: number): string {
+  const mark = traceMark === undefined ? '' : ` ${Math.floor(traceMark)}`;
+  return `__tbrl_run ${ansiCQuote(command)}${background || mark ? ` ${ansiCQuote(background?.log ?? '')}` : ''}${mark}`;
 }
 
 /** One of the studio's own commands, run in the frame shell itself (start-up questions only). */
@@ -427,12 +443,12 @@ export class PersistentShell {
     const started = Date.now();
     if (options.background) {
       const log = `/tmp/tbrl-bg-${randomBytes(4).toString('hex')}.log`;
-      const r = await this.frame({ command, background: { log } }, 10_000, options.maxOutputBytes, true);
+      const r = await this.frame({ command, background: { log }, traceMark: options.traceMark }, 10_000, options.maxOutputBytes, true);
       const out = `${this.takeNote()}${r.output.text()}[started in background: pid ${r.pid}, output in ${log}]\n`;
       return { exitCode: 0, output: out, droppedBytes: 0, timedOut: false, durationMs: Date.now() - started };
     }
     const note = this.takeNote();
-    const r = await this.frame({ command }, options.timeoutMs, options.maxOutputBytes, true);
+    const r = await this.frame({ command, traceMark: options.traceMark }, options.timeoutMs, options.maxOutputBytes, true);
     const restartNote = r.restarted ? '; the shell was restarted, exported variables were reset' : '';
     let output = note + r.output.text();
     if (r.timedOut) output += `\n[killed after ${options.timeoutMs} ms timeout${restartNote}]\n`;
@@ -459,13 +475,13 @@ export class PersistentShell {
    * command for internal use.
    */
   private async frame(
-    line: { command: string; background?: { log: string } } | { frameShell: string },
+    line: { command: string; background?: { log: string }; traceMark?: number } | { frameShell: string },
     timeoutMs: number | undefined,
     maxOutputBytes = 1024 * 1024,
     wrapped = false,
   ): Promise<{ exitCode: number; pid?: number; stateLost: boolean; output: CappedOutput; raw: Buffer; timedOut: boolean; restarted: boolean; stopped?: StopRequest }> {
     const nonce = this.nonce;
-    const text = 'frameShell' in line ? frameShellLine(line.frameShell) : runLine(line.command, line.background);
+    const text = 'frameShell' in line ? frameShellLine(line.frameShell) : runLine(line.command, line.background, line.traceMark);
     const output = new CappedOutput(maxOutputBytes);
     let rawCollector: Buffer[] | undefined;
     if (!wrapped) {

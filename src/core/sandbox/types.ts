@@ -62,6 +62,11 @@ export interface ExecOptions {
   background?: boolean;
   /** Record reads/writes/ports/processes for this command (DepGPO); ignored when tracing is unavailable. */
   trace?: boolean;
+  /**
+   * Internal (the traced sandbox): the frame shell opens this command's trace markers itself, around
+   * the command's process (shell.ts ShellRunOptions.traceMark).
+   */
+  traceMark?: number;
 }
 
 export interface ExecResult {
@@ -116,6 +121,12 @@ export interface SandboxInfo {
    * started in this container (the traced one) to use instead of the image's.
    */
   cage?: { by: CagedBy; capability?: string; note?: string; frameShell?: string };
+  /**
+   * The read-only volume holding the tracer's strace at /.tbrl-strace (sandbox/strace-volume.ts);
+   * absent where the tracer image was missing when the container was created (the traced sandbox
+   * then copies the bundle in).
+   */
+  straceBundle?: string;
 }
 
 /** One running container with a persistent shell. Every agent step, test run and verifier run goes through one. */

@@ -6,10 +6,11 @@ import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DockerDemuxer } from '../sandbox/demux';
+import { STRACE_BUNDLE_IMAGE } from '../sandbox/strace-volume';
 import { LABEL_PID, LABEL_PROJECT, LABEL_RUN } from '../sandbox/types';
 import { TRACED_SYSCALLS } from './strace-parser';
 
-export const TRACER_IMAGE = 'tbrl-standin/tracer:latest';
+export const TRACER_IMAGE = STRACE_BUNDLE_IMAGE;
 /** Same value the sandbox provider writes, so `tbrl gc` and the leak check find helpers too. */
 const PROJECT_LABEL_VALUE = 'tbrl';
 export const LABEL_KIND = 'dev.tbrl.kind';

@@ -1,4 +1,5 @@
 import * as posixPath from 'node:path/posix';
+import { TRACE_MARK_PREFIX } from '../sandbox/shell-paths';
 
 /**
  * Parses the output of `strace -f -tt [-y] -o FILE -e trace=...` into events. Stateful: it joins
@@ -22,7 +23,7 @@ export type TraceEvent =
   | { kind: 'meta'; pid: number; path: string; op: 'chmod' | 'chown' | 'utime'; ok: boolean }
   /** access/faccessat: an existence or permission check (`test -x`, os.access). */
   | { kind: 'access'; pid: number; path: string; ok: boolean }
-  | { kind: 'mark'; pid: number; n: number; phase: 'begin' | 'end' };
+  | { kind: 'mark'; pid: number; n: number; phase: MarkPhase };
 
 /** Syscalls the tracer asks strace for: everything the parser understands, nothing more (each one costs a stop). */
 export const TRACED_SYSCALLS = [
@@ -36,12 +37,18 @@ export const TRACED_SYSCALLS = [
   'access', 'faccessat', 'faccessat2',
 ];
 
-/** Paths opened by the shell to mark command boundaries; they never exist. */
-export const MARK_PREFIX = '/.tbrl-mark-';
-export function markPath(n: number, phase: 'begin' | 'end'): string {
+/** Paths opened by the frame shell to mark command boundaries; they never exist. */
+export const MARK_PREFIX = TRACE_MARK_PREFIX;
+/**
+ * `begin`/`end`: opened by the frame shell around a traced command; `go`: opened by the command's
+ * own process as the first thing it does (before any state or agent code), so its start-up (bash
+ * reading /etc/passwd, its loader) stays out of the command's trace.
+ */
+export type MarkPhase = 'begin' | 'end' | 'go';
+export function markPath(n: number, phase: MarkPhase): string {
   return `${MARK_PREFIX}${n}-${phase}`;
 }
-const MARK_RE = /^\/\.tbrl-mark-(\d+)-(begin|end)$/;
+const MARK_RE = /^\/\.tbrl-mark-(\d+)-(begin|end|go)$/;
 
 interface ProcState {
   /** Shared with threads (CLONE_FS), copied for processes. */
@@ -136,7 +143,7 @@ export class StraceParser {
         if (raw === undefined) return [];
         if (MARK_RE.test(raw)) {
           const mm = MARK_RE.exec(raw)!;
-          return [{ kind: 'mark', pid, n: Number(mm[1]), phase: mm[2] as 'begin' | 'end' }];
+          return [{ kind: 'mark', pid, n: Number(mm[1]), phase: mm[2] as MarkPhase }];
         }
         const path = r.fdPath ?? this.resolve(pid, withDir ? args[0] : undefined, raw);
         const flags = name === 'creat' ? 'O_WRONLY|O_CREAT|O_TRUNC' : name === 'openat2' ? (args[2] ?? '') : (withDir ? args[2] : args[1]) ?? '';

@@ -2,13 +2,14 @@ import { Duplex, type Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { containerAuxRunner, PersistentShell, ShellEndedError, type ShellSpawner } from '../sandbox/shell';
 import { ansiCQuote } from '../sandbox/bash-quote';
+import { STRACE_BUNDLE_DIR } from '../sandbox/strace-volume';
 import { DockerDemuxer } from '../sandbox/demux';
 import { DEFAULT_LIMITS, type ExecOptions, type ExecResult, type Sandbox } from '../sandbox/types';
 import type { StraceHelper } from './helper';
 import { TRACED_SYSCALLS } from './strace-parser';
 
 /** Where the tracer image keeps its relocatable strace, and where it is copied in the task container. */
-export const BUNDLE_DIR = '/.tbrl-strace';
+export const BUNDLE_DIR = STRACE_BUNDLE_DIR;
 
 /** The shell state a restarted traced shell takes over: the old one's state directory and cwd. */
 export interface CarriedState {
@@ -89,12 +90,23 @@ export class StraceShell {
     const exported = carry ? '' : (await inner.exec('builtin export -p', { timeoutMs: 10_000 })).output;
     const container = docker.getContainer(inner.info.containerId);
     const route = { onLine: (_line: string): void => undefined };
+    // As root with the cage helper mounted, the traced frame shell is the studio's static bash from
+    // the read-only cage volume (as the sandbox's own frame shell is): the image's bash, which a
+    // root command can replace, never sees the prelude and its nonce when the shell is restarted.
+    // --posix: no $BASH_ENV (the prelude leaves posix mode). A non-root image keeps the image's
+    // bash: there the volume's bash is execute-only, and strace (running as the image user) cannot
+    // trace a program it may not read; the agent, not root, cannot replace the image's bash either.
+    const cage = inner.info.cage;
+    const frameShell = cage?.by === 'helper' && cage.frameShell ? [cage.frameShell, '--posix', '--noprofile', '--norc'] : ['bash', '--noprofile', '--norc'];
 
     const spawn: ShellSpawner = async (dir) => {
-      // A fresh copy before every start: the agent (root) can replace files under BUNDLE_DIR, and a
-      // strace of its own would write whatever trace it likes.
-      const bundle = (await helper.container.getArchive({ path: BUNDLE_DIR })) as unknown as Readable;
-      await inner.putArchive(bundle, '/');
+      // The bundle is the sandbox's read-only volume (sandbox/strace-volume.ts) where the provider
+      // mounted it. Otherwise a fresh copy before every start: the agent (root) can replace files
+      // under BUNDLE_DIR, and a strace of its own would write whatever trace it likes.
+      if (!inner.info.straceBundle) {
+        const bundle = (await helper.container.getArchive({ path: BUNDLE_DIR })) as unknown as Readable;
+        await inner.putArchive(bundle, '/');
+      }
       const exec = await container.exec({
         Cmd: [
           `${BUNDLE_DIR}/ld.so`, '--library-path', `${BUNDLE_DIR}/lib`, `${BUNDLE_DIR}/strace`,
@@ -104,7 +116,7 @@ export class StraceShell {
           // No -o: the trace goes to strace's stderr, the exec's stderr channel (see the class comment).
           '-D', '--seccomp-bpf', '-f', '-q', '-y',
           '-e', `trace=${TRACED_SYSCALLS.join(',')}`, '-e', 'signal=none',
-          '--', 'bash', '--noprofile', '--norc',
+          '--', ...frameShell,
         ],
         AttachStdin: true,
         AttachStdout: true,
@@ -141,6 +153,7 @@ export class StraceShell {
         timeoutMs: options.timeoutMs,
         maxOutputBytes: options.maxOutputBytes ?? this.maxOutputBytes,
         background: options.background,
+        traceMark: options.traceMark,
       });
     } catch (err) {
       if (!(err instanceof ShellEndedError)) throw err;

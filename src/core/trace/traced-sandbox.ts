@@ -8,7 +8,6 @@ import { aggregate } from './aggregate';
 import { StraceHelper, TracerUnavailable } from './helper';
 import { FileHistory } from './file-history';
 import { RotatingLog } from './rotating-log';
-import { markPath } from './strace-parser';
 import { extractStdoutValues } from './stdout-values';
 import { resolveWrites } from './writes';
 import type { CommandTrace, VerifierTrace } from './types';
@@ -64,6 +63,12 @@ const PID_TAG = '__TBRL_TRACE_PID__ ';
 /** `trace.incomplete` of commands after the tracer died: DepGPO falls back with this reason (depgpo/compute.ts). */
 export const TRACER_LOST = 'tracer lost';
 /**
+ * `trace.incomplete` of a command during which a process other than the frame shell opened a trace
+ * marker (an agent closing its own window early, or opening one nobody reads): the markers are
+ * ignored, the trace is whole, but the agent tried to hide syscalls, so DepGPO falls back naming it.
+ */
+export const FORGED_MARKER = 'forged trace marker';
+/**
  * A lost tracer (killed, or stopped with SIGSTOP) is restarted with a new traced shell this many
  * times a sandbox, like the container after `kill -9 -1`; the next loss ends the run with a
  * TRACER_LOST error, since running the agent on untraced would blind the tampering flags.
@@ -114,22 +119,6 @@ const KILL_UNTRACED = [
   '    if [ "$c" = ld.so ]; then pids="$pids $p"; continue; fi',
   '    f "$d"; [ -n "$base" ] && [ -n "$n" ] && [ "$n" -gt "$base" ] && ! spared "$p" && pids="$pids $p"; done',
   '  kill -9 $pids 2>/dev/null; done; exit 0',
-].join('\n');
-
-/**
- * Runs a command between two marker opens inside its command process (the frame shell runs each
- * command in a child bash that inherits the functions defined before, this one included). A
- * `set -e` carried in the command stops it before the end marker; the caller then marks the end
- * from the next command. `shift 2` leaves the command the same (empty) positional parameters it
- * would see anyway.
- */
-const TRACED_FN = [
-  '__tbrl_traced() { local __tbrl_n=$1 __tbrl_c=$2 __tbrl_t; shift 2',
-  ': 2>/dev/null <"/.tbrl-mark-$__tbrl_n-begin"',
-  'builtin eval "$__tbrl_c"',
-  '__tbrl_t=$?',
-  ': 2>/dev/null <"/.tbrl-mark-$__tbrl_n-end"',
-  'return $__tbrl_t; }',
 ].join('\n');
 
 function parsePidReply(output: string): { pid: number; stray: string } {
@@ -231,16 +220,18 @@ class TraceEngine {
 
   /**
    * Asks the frame shell for its pid (the command process's $PPID, as seen in the shared PID
-   * namespace) and cwd, attaches strace to it
-   * and defines the function that frames a traced command with begin/end marker opens, so a traced
+   * namespace) and cwd, and attaches strace to it. Only this pid's marker opens cut the trace
+   * (the frame shell opens them around each traced command: shell.ts `__tbrl_mark`), so a traced
    * command costs one round trip like an untraced one.
    */
   private async attachToShell(): Promise<void> {
     // The command process's state directory (frame shell, shell.ts) rides along: a tracer restart carries it over.
-    const r = await this.run(`${TRACED_FN}\nbuiltin printf '\\n${PID_TAG}%s %s %s\\n' "$PPID" "\${__tbrl_d:--}" "$PWD"`, { timeoutMs: 10_000 });
+    const r = await this.run(`builtin printf '\\n${PID_TAG}%s %s %s\\n' "$PPID" "\${__tbrl_d:--}" "$PWD"`, { timeoutMs: 10_000 });
     const m = new RegExp(`\\n${PID_TAG}(\\d+) (\\S+) (.*)\\n`).exec(`\n${r.output}`);
     if (!m) throw new TracerUnavailable(`the shell did not report its pid (got ${JSON.stringify(r.output.slice(0, 80))})`);
-    const pid = Number(m[1]);
+    // In shell mode the frame shell said its own pid ($$) when it started; a command's $PPID is
+    // only its parent, which a replaced `bash` (a wrapper forking the real one) makes another process.
+    const pid = this.straceShell ? this.straceShell.pid : Number(m[1]);
     this.stray += r.output.slice(0, Math.max(0, m.index - 1));
     // Proves lines flow end to end; a FIFO shared with a daemon inside a VM never carries any.
     for (;;) {
@@ -252,7 +243,8 @@ class TraceEngine {
       } else {
         await this.helper.attach(pid, (line) => windows.onLine(line));
       }
-      await this.run(`: 2>/dev/null <${markPath(0, 'begin')}; : 2>/dev/null <${markPath(0, 'end')}`, { timeoutMs: 10_000 });
+      // Marker 0, opened by the frame shell itself around an empty command.
+      await this.run(':', { timeoutMs: 10_000, traceMark: 0 });
       if (await windows.waitForEnd(0, 3000)) {
         this.windows = windows;
         return;
@@ -267,55 +259,46 @@ class TraceEngine {
     const n = ++this.seq;
     const notes: string[] = [];
     const endTimeout = this.options.endMarkTimeoutMs ?? 10_000;
-    let result: ExecResult;
     let window: TraceWindow | undefined;
     let pid = this.shellPid;
-    if (options.background) {
-      // The sandbox runs background commands in a subshell: mark around it from the shell itself.
-      let begin = await this.mark(n, 'begin');
-      if (begin.pid !== pid) {
+    // The frame shell may have been started again since the last traced command (the agent killed
+    // it in an untraced one): the windows follow the pid that opens the markers.
+    if (this.straceShell ? this.straceShell.pid !== pid : options.background) {
+      const now = await this.framePid();
+      if (now !== pid) {
         await this.attachToShell();
-        begin = await this.mark(n, 'begin');
-        pid = begin.pid;
+        pid = this.shellPid;
       }
-      result = await this.run(command, options);
-      const end = await this.mark(n, 'end');
-      this.stray += end.stray;
-      if (end.pid === pid) window = await this.windows.waitForEnd(n, endTimeout);
-      result.output = begin.stray + result.output;
-    } else {
-      // A respawned shell (the agent typed `exit`) lacks the function: the command still runs, untraced.
-      const quoted = ansiCQuote(command);
-      // A stopped strace freezes the command at its next traced syscall, and the frame shell after
-      // it: at the timeout (while the shell kills the command) it is found and killed, so the shell
-      // comes back (its opens now fail) and the tracer restart below carries its state over.
-      let stoppedTracer = false;
-      const watch = options.timeoutMs && this.straceShell ? setTimeout(() => {
-        void this.tracerHealth().then(async (h) => {
-          if (h.tracer !== 'stopped' || !h.pid) return;
-          stoppedTracer = true;
-          await this.inner.execArgv(['kill', '-9', String(h.pid)], { timeoutMs: 10_000 }).catch(() => undefined);
-        });
-      }, options.timeoutMs) : undefined;
-      result = await this.run(`if builtin declare -F __tbrl_traced >/dev/null 2>&1; then __tbrl_traced ${n} ${quoted}; else builtin eval ${quoted}; fi`, options);
-      clearTimeout(watch);
-      window = await this.windows.waitForEnd(n, result.timedOut ? 1000 : Math.min(2000, endTimeout));
-      // The tracer is checked before asking the shell for a marker: without it the shell's opens
-      // fail (the marker among them), and a stopped one would freeze the marker command too.
-      if (!window && this.straceShell) {
-        const health = await this.tracerHealth();
-        if (health.tracer !== 'ok') return this.restartTracer(n, command, result, stoppedTracer ? 'stopped' : health.tracer);
-        if (health.stray.length) notes.push(await this.endStrayTracers(n, command, health.stray));
-      }
-      if (!window) {
-        // A timeout or `exit` may have restarted the shell, or the command left the function early (`return`).
-        const end = await this.mark(n, 'end');
-        this.stray += end.stray;
-        if (end.pid === pid) window = await this.windows.waitForEnd(n, endTimeout);
-        else {
-          notes.push('the shell was restarted during the command (timeout); its trace is lost');
-          await this.attachToShell().catch((err) => notes.push(`re-attaching failed: ${(err as Error).message}`));
-        }
+    }
+    // A stopped strace freezes the command at its next traced syscall, and the frame shell after
+    // it: at the timeout (while the shell kills the command) it is found and killed, so the shell
+    // comes back (its opens now fail) and the tracer restart below carries its state over.
+    let stoppedTracer = false;
+    const watch = !options.background && options.timeoutMs && this.straceShell ? setTimeout(() => {
+      void this.tracerHealth().then(async (h) => {
+        if (h.tracer !== 'stopped' || !h.pid) return;
+        stoppedTracer = true;
+        await this.inner.execArgv(['kill', '-9', String(h.pid)], { timeoutMs: 10_000 }).catch(() => undefined);
+      });
+    }, options.timeoutMs) : undefined;
+    // The frame shell opens marker n before it starts the command's process and again after `wait`
+    // (after the fork, for a background command): nothing the command does can move either.
+    const result = await this.run(command, { ...options, traceMark: n });
+    clearTimeout(watch);
+    window = await this.windows.waitForEnd(n, result.timedOut ? 1000 : Math.min(2000, endTimeout));
+    // The tracer is checked before asking the shell anything: without it the shell's opens fail,
+    // and a stopped one would freeze that command too.
+    if (!window && this.straceShell) {
+      const health = await this.tracerHealth();
+      if (health.tracer !== 'ok') return this.restartTracer(n, command, result, stoppedTracer ? 'stopped' : health.tracer);
+      if (health.stray.length) notes.push(await this.endStrayTracers(n, command, health.stray));
+    }
+    if (!window) {
+      // A timeout may have restarted the shell (or the agent killed it): its markers are gone.
+      if ((await this.framePid()) === pid) window = await this.windows.waitForEnd(n, endTimeout);
+      else {
+        notes.push('the shell was restarted during the command (timeout); its trace is lost');
+        await this.attachToShell().catch((err) => notes.push(`re-attaching failed: ${(err as Error).message}`));
       }
     }
     if (this.stray) {
@@ -327,6 +310,7 @@ class TraceEngine {
       if (health.tracer !== 'ok') return this.restartTracer(n, command, result, health.tracer);
     }
     if (!window && notes.length === 0) notes.push('the end of the command never appeared in the trace');
+    if (window?.forgedCount) notes.unshift(`${FORGED_MARKER}: ${window.forged!.join(', ')}${window.forgedCount > window.forged!.length ? ` and ${window.forgedCount - window.forged!.length} more` : ''} (only the frame shell's own marker opens cut the trace; these were ignored, but the agent tried to hide syscalls from it)`);
     if (window?.dropped) notes.push(`${window.dropped} syscall events beyond the per-command cap were dropped`);
     const events = window?.events ?? [];
 
@@ -441,13 +425,15 @@ class TraceEngine {
   }
 
   /**
-   * A marker the trace can be cut at: the shell opens a path that does not exist. Returns the
-   * shell's pid, and any output of background jobs that the sandbox delivered with this exec
-   * (it belongs to the caller's next command, as in a terminal).
+   * The frame shell's pid as the shell answers now (a command's $PPID in attach mode). Any output of background
+   * jobs the sandbox delivered with this exec belongs to the caller's next command, as in a terminal.
    */
-  private async mark(n: number, phase: 'begin' | 'end'): Promise<{ pid: number; stray: string }> {
-    const r = await this.run(`: 2>/dev/null <${markPath(n, phase)}; builtin printf '\\n${PID_TAG}%s\\n' "$PPID"`, { timeoutMs: 10_000 });
-    return parsePidReply(r.output);
+  private async framePid(): Promise<number> {
+    const r = await this.run(`builtin printf '\\n${PID_TAG}%s\\n' "$PPID"`, { timeoutMs: 10_000 });
+    const { pid, stray } = parsePidReply(r.output);
+    this.stray += stray;
+    // Shell mode: the pid the frame shell gave itself (the command above started it if it had ended).
+    return this.straceShell ? this.straceShell.pid : pid;
   }
 
   shellCwd(): string | undefined {

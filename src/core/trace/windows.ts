@@ -1,4 +1,4 @@
-import { StraceParser, type TraceEvent } from './strace-parser';
+import { markPath, StraceParser, type TraceEvent } from './strace-parser';
 import type { RotatingLog } from './rotating-log';
 
 /** The events between one command's begin and end markers. */
@@ -7,7 +7,28 @@ export interface TraceWindow {
   events: TraceEvent[];
   /** Events not kept because the per-command cap was reached. */
   dropped: number;
+  /**
+   * Marker opens by another pid than the frame shell's, seen while this window was open (or since
+   * the last one closed): an agent forging its own window's edges. Ignored as cuts; reported.
+   */
+  forged?: string[];
+  /** How many forged opens in all (`forged` keeps the first few). */
+  forgedCount?: number;
 }
+
+/** The open window, and whether the command's process has said `go`. */
+interface OpenWindow extends TraceWindow {
+  started: boolean;
+}
+
+/**
+ * What bash reads while it starts (from an empty environment it looks up the user for $HOME and
+ * $SHELL): left out of a command's trace when its process read them before saying `go`.
+ */
+const START_UP_READS = new Set(['/etc/nsswitch.conf', '/etc/passwd']);
+
+/** Forged marker opens kept per window (the count goes on). */
+const FORGED_KEPT = 5;
 
 interface Tail {
   pids: Set<number>;
@@ -23,10 +44,14 @@ interface Tail {
  */
 export class TraceWindows {
   readonly parser: StraceParser;
-  private current?: TraceWindow;
+  private current?: OpenWindow;
   private readonly finished = new Map<number, TraceWindow>();
   private readonly waiters = new Map<number, (w: TraceWindow) => void>();
   private tail?: Tail;
+  /** Forged marker opens seen between windows: they go to the next window. */
+  private between: Pick<TraceWindow, 'forged' | 'forgedCount'> = {};
+  /** The only pid whose marker opens cut windows: the frame shell (the parser's root). */
+  private readonly markPid: number;
   /** Lines seen in total (for tests and diagnostics). */
   lines = 0;
 
@@ -37,6 +62,7 @@ export class TraceWindows {
     private readonly log?: RotatingLog,
   ) {
     this.parser = new StraceParser(rootPid, rootCwd);
+    this.markPid = rootPid;
   }
 
   onLine(line: string): void {
@@ -82,18 +108,37 @@ export class TraceWindows {
 
   private onEvent(ev: TraceEvent): void {
     if (ev.kind === 'mark') {
+      const w = this.current;
+      if (ev.phase === 'go' && w && w.n === ev.n && !w.started) {
+        // The command's process is done starting: its own look-up of the user is bash's, not the
+        // command's. Only those reads go (a replaced bash that did more before `go` keeps it in the
+        // trace), so a `go` from anyone else gains nothing; a second one is reported below.
+        w.started = true;
+        w.events = w.events.filter((e) => !(e.kind === 'open' && e.pid === ev.pid && !e.write && START_UP_READS.has(e.path)));
+        return;
+      }
+      if (ev.pid !== this.markPid || ev.phase === 'go') {
+        // The frame shell runs no agent code, so no agent process can open a begin/end marker as its
+        // pid, and the command's process says `go` once, before any agent code runs: any other
+        // opener is a command trying to close its window early or open one nobody reads.
+        const target = this.current ?? this.between;
+        target.forgedCount = (target.forgedCount ?? 0) + 1;
+        if ((target.forged ??= []).length < FORGED_KEPT) target.forged.push(`${markPath(ev.n, ev.phase)} by pid ${ev.pid}`);
+        return;
+      }
       if (ev.phase === 'begin') {
         this.tail = undefined;
-        this.current = { n: ev.n, events: [], dropped: 0 };
-      } else if (this.current && this.current.n === ev.n) {
-        const w = this.current;
+        this.current = { n: ev.n, events: [], dropped: 0, ...this.between, started: false };
+        this.between = {};
+      } else if (w && w.n === ev.n) {
         this.current = undefined;
+        const { started: _started, ...done } = w;
         const waiter = this.waiters.get(w.n);
         if (waiter) {
           this.waiters.delete(w.n);
-          waiter(w);
+          waiter(done);
         } else {
-          this.finished.set(w.n, w);
+          this.finished.set(w.n, done);
         }
       }
       return;
