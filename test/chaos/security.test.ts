@@ -83,7 +83,15 @@ chaosCase('agent container of examples/hello-world with allow_internet: false (v
   assert.equal(hc.Privileged, false);
   assert.ok(!hc.CapAdd || hc.CapAdd.length === 0, `CapAdd ${hc.CapAdd}`);
   assert.deepEqual(hc.Binds ?? [], []);
-  assert.deepEqual(inspected.Mounts, [], JSON.stringify(inspected.Mounts));
+  // Only the studio's own programs are mounted, read-only from named volumes: the command cage and
+  // the strace bundle (sandbox/cage.ts, sandbox/strace-volume.ts). Nothing of the host.
+  const studioMounts: Record<string, RegExp> = { '/.tbrl-cage': /^tbrl-cage-[0-9a-f]+$/, '/.tbrl-strace': /^tbrl-strace-[0-9a-f]+$/ };
+  for (const m of inspected.Mounts) {
+    assert.equal(m.Type, 'volume', JSON.stringify(m));
+    assert.equal(m.RW, false, JSON.stringify(m));
+    assert.match(m.Name ?? '', studioMounts[m.Destination] ?? /^$/, JSON.stringify(m));
+  }
+  assert.ok(inspected.Mounts.some((m) => m.Destination === '/.tbrl-cage'), 'the command cage is mounted');
   assert.deepEqual(hc.SecurityOpt, ['no-new-privileges']);
   const obs = result.steps.map((s) => s.actions[0]?.observation ?? '');
   assert.match(obs[0], /No such file or directory[\s\S]*sock-exit=2/);
@@ -104,7 +112,7 @@ chaosCase('agent container of examples/hello-world with allow_internet: false (v
   });
   recordRunId(online.runId);
   assert.equal(mode, 'bridge');
-  return `NetworkMode none, Mounts [], Binds [], not privileged, no-new-privileges; socket: "${obs[0].split('\n').find((l) => /docker\.sock/.test(l))?.trim().slice(0, 70)}"; connects: ${obs[1].trim().split('\n').filter((l) => !l.startsWith('<')).map((l) => l.replace(/refused: /, '')).join(' / ')}; ../ write landed in the container; example as shipped (internet by format default) → ${mode}`;
+  return `NetworkMode none, Binds [], Mounts only the studio's read-only volumes (${inspected.Mounts.map((m) => m.Destination).join(', ')}), not privileged, no-new-privileges; socket: "${obs[0].split('\n').find((l) => /docker\.sock/.test(l))?.trim().slice(0, 70)}"; connects: ${obs[1].trim().split('\n').filter((l) => !l.startsWith('<')).map((l) => l.replace(/refused: /, '')).join(' / ')}; ../ write landed in the container; example as shipped (internet by format default) → ${mode}`;
 }, { timeout: 120_000 });
 
 chaosCase('file primitives: writeFile with ../ and /../ paths, putArchive with ../ entries, an absolute-path entry and a symlink to /tmp, readFile("../../etc/hostname")', 'everything lands in (or reads from) the container; nothing appears on the host', async () => {
