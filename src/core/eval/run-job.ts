@@ -277,10 +277,12 @@ export async function runEvalJob(options: EvalJobOptions): Promise<{ jobDir: str
         running--;
         remaining--;
         if (!record) return;
+        // Exports first: trial.json marks the trial complete, so a kill between the two leaves a
+        // trial that resume runs again, never a complete one without its ATIF file.
+        await writeTrialExports(spec.dir, outputs).catch(() => undefined);
         writeJsonAtomic(join(spec.dir, 'trial.json'), record);
         completed.set(spec.trial, record);
         finishedThisRun++;
-        await writeTrialExports(spec.dir, outputs).catch(() => undefined);
         const tries = (triesThisRun.get(spec.trial) ?? 0) + 1;
         triesThisRun.set(spec.trial, tries);
         const willRetry = retryClasses.has(record.outcome.class) && tries <= maxRetries && !signal.aborted;
