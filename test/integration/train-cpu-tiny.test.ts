@@ -40,7 +40,9 @@ function options(overrides: string[]): SubmitOptions {
 test('a bad cpu-tiny setting fails at once with the cause and the fix', async () => {
   const r = await submitTraining(options(['tbrl.stpes=1']));
   head.track(r.submissionId);
-  const job = await client.wait(r.submissionId, { timeoutMs: 60_000 });
+  // The wait covers Ray scheduling too, which waits for CPUs while another file's job holds them;
+  // "at once" is what the log shows: the job failed before any model was loaded.
+  const job = await client.wait(r.submissionId, { timeoutMs: 600_000 });
   assert.equal(job.status, 'FAILED');
   const log = await client.logs(r.submissionId);
   assert.match(log, /unknown cpu-tiny setting 'stpes'.*Fix: use one of .*steps/);
