@@ -17,7 +17,7 @@ import { validateTasks } from '../../src/core/tasks/validate';
 import { ScriptedPolicy } from '../../src/core/agent/scripted';
 import { createDockerProvider, type Sandbox } from '../../src/core/sandbox/index';
 import { buildTaskImage } from '../../src/core/sandbox/build';
-import { createTracedSandbox } from '../../src/core/trace/traced-sandbox';
+import { createTracedSandbox, type TracedSandbox } from '../../src/core/trace/traced-sandbox';
 import { computeDepgpo } from '../../src/core/depgpo/compute';
 import { TbrlError } from '../../src/core/errors';
 import { chaosCase, recordRunId } from './helpers/chaos';
@@ -160,6 +160,19 @@ chaosCase('workspace: a trusted devcontainer asks for capAdd SYS_PTRACE; the use
 
 async function sandbox(): Promise<Sandbox> {
   return provider.create({ image: { kind: 'image', image: 'tbrl-standin/python:3' }, runId, workdir: '/app' });
+}
+
+/** A traced sandbox over a fresh one, with the tracer up; both are closed after `body`. */
+async function withTracedSandbox<T>(body: (sb: TracedSandbox, inner: Sandbox) => Promise<T>): Promise<T> {
+  const inner = await sandbox();
+  const sb = await createTracedSandbox(inner);
+  try {
+    assert.equal(sb.tracing.available, true, sb.tracing.reason);
+    return await body(sb, inner);
+  } finally {
+    await sb.close();
+    await inner.close();
+  }
 }
 
 /** The sandbox's frame shell as the studio sees it: the nonce it frames with, its pid, the capability its commands lack. */
@@ -471,10 +484,7 @@ function touched(r: { trace?: { reads: string[]; writes: { path: string }[] } })
 }
 
 chaosCase('agent: kill -9 the tracer (strace is visible in the agent\'s PID namespace), after setting a variable, a function and a cwd', 'a note; the tracer is restarted; the next command is traced again with the variable, function and cwd kept; no untraced process of the old shell is left; DepGPO falls back naming "tracer lost"', async () => {
-  const inner = await sandbox();
-  const sb = await createTracedSandbox(inner);
-  try {
-    assert.equal(sb.tracing.available, true, sb.tracing.reason);
+  return withTracedSandbox(async (sb, inner) => {
     const first = await sb.exec('mkdir -p /app/w && cd /app/w && export KEEP=kept && greet() { echo "hi $1"; } && echo one > /tmp/one', { trace: true, timeoutMs: 15_000 });
     assert.equal(first.exitCode, 0, first.output);
     // A background job started under the old tracer: untraced after the kill, so it must not survive.
@@ -498,17 +508,12 @@ chaosCase('agent: kill -9 the tracer (strace is visible in the agent\'s PID name
     });
     assert.match(result.fallback ?? '', /^tracer lost: strace was killed/);
     return `note + restart (1 of 3); next command traced, cwd/variable/function kept; DepGPO fallback: "${result.fallback!.slice(0, 60)}…"`;
-  } finally {
-    await sb.close();
-    await inner.close();
-  }
+  });
 }, { timeout: 180_000 });
 
 chaosCase('agent: kill -9 the tracer four times', 'restarted three times, each with a note; the fourth loss ends the run with TRACER_LOST naming the command', async () => {
-  const inner = await sandbox();
-  const sb = await createTracedSandbox(inner);
   const said: string[] = [];
-  try {
+  return withTracedSandbox(async (sb) => {
     for (let i = 1; i <= 3; i++) {
       const kill = await sb.exec('kill -9 $(pgrep -x ld.so)', { trace: true, timeoutMs: 15_000 });
       assert.match(kill.output, new RegExp(`restarted \\(${i} of 3 times`), kill.output);
@@ -521,17 +526,11 @@ chaosCase('agent: kill -9 the tracer four times', 'restarted three times, each w
     assert.match(last.message, /pgrep -x ld\.so/);
     said.push(`#4: ${last.code}`);
     return said.join('; ');
-  } finally {
-    await sb.close();
-    await inner.close();
-  }
+  });
 }, { timeout: 240_000 });
 
 chaosCase('agent: forge trace lines — a fake openat of tests/forged.py written into /.tbrl-strace/trace.fifo (the old channel), /dev/stderr and every /proc/*/fd it can open', 'the trace holds none of the forged paths; the real write of the same command is in it', async () => {
-  const inner = await sandbox();
-  const sb = await createTracedSandbox(inner);
-  try {
-    assert.equal(sb.tracing.available, true, sb.tracing.reason);
+  return withTracedSandbox(async (sb) => {
     // Python: one forged strace line per target (the command's own pid, so a parser would credit it).
     const forge = [
       'import os, glob, stat',
@@ -557,17 +556,11 @@ chaosCase('agent: forge trace lines — a fake openat of tests/forged.py written
     assert.deepEqual(touched(next).filter((p) => p.includes('forged')), []);
     assert.equal(next.trace?.incomplete, undefined);
     return `${(/sent to \d+ fds/.exec(r.output) ?? ['?'])[0]} (and the old FIFO path, gone); no forged path in the trace (on the FIFO channel a forged read of tests/forged_read.py was in it)`;
-  } finally {
-    await sb.close();
-    await inner.close();
-  }
+  });
 }, { timeout: 180_000 });
 
 chaosCase('agent: forge trace markers — the command opens /.tbrl-mark-N-end itself (every N, closing its own trace window early), then in a second command /.tbrl-mark-999-begin (opening a window nobody waits for), each followed by a write and a read of /solution', 'only the frame shell\'s own marks count: the later write and read are in each command\'s trace; the forgery is flagged (trace.incomplete "forged trace marker … by pid …") and DepGPO falls back naming it', async () => {
-  const inner = await sandbox();
-  const sb = await createTracedSandbox(inner);
-  try {
-    assert.equal(sb.tracing.available, true, sb.tracing.reason);
+  return withTracedSandbox(async (sb) => {
     await sb.exec('mkdir -p /solution && echo 42 > /solution/answer', { trace: true, timeoutMs: 15_000 });
     const ends = await sb.exec('for n in $(seq 0 60); do : 2>/dev/null </.tbrl-mark-$n-end; done; echo pwned > /tmp/after-end.txt; cat /solution/answer', { trace: true, timeoutMs: 15_000 });
     assert.equal(ends.output, '42\n', ends.output);
@@ -588,17 +581,11 @@ chaosCase('agent: forge trace markers — the command opens /.tbrl-mark-N-end it
     });
     assert.match(result.fallback ?? '', /^forged trace marker/);
     return `forged end and begin markers ignored; writes and /solution reads after them traced; flagged: "${ends.trace!.incomplete!.slice(0, 70)}…"; DepGPO fallback`;
-  } finally {
-    await sb.close();
-    await inner.close();
-  }
+  });
 }, { timeout: 180_000 });
 
 chaosCase('agent (root): put a `bash` wrapper first on PATH (/usr/local/bin/bash) that copies its stdin to a file, then kill -9 the traced frame shell (by its pid) so it is started again', 'the traced frame shell is the studio\'s static bash from the read-only cage volume: the wrapper never sees the prelude (no nonce stolen); false → 1, (exit 7) → 7, a forged frame stays output', async () => {
-  const inner = await sandbox();
-  const sb = await createTracedSandbox(inner);
-  try {
-    assert.equal(sb.tracing.available, true, sb.tracing.reason);
+  return withTracedSandbox(async (sb, inner) => {
     assert.equal(inner.info.cage?.frameShell, '/.tbrl-cage/bash');
     // First on PATH (/usr/local/bin comes before /usr/bin), so a `bash` looked up by name is this one.
     const wrap = await sb.exec(`printf '#!/bin/sh\\n/usr/bin/tee -a /tmp/stolen-stdin | exec /usr/bin/bash "$@"\\n' > /usr/local/bin/bash && chmod 755 /usr/local/bin/bash && hash -r && type -P bash`, { trace: true, timeoutMs: 15_000 });
@@ -614,17 +601,11 @@ chaosCase('agent (root): put a `bash` wrapper first on PATH (/usr/local/bin/bash
     const after = await sb.exec('echo t > /tmp/t.txt', { trace: true, timeoutMs: 15_000 });
     assert.ok(after.trace?.writes.some((w) => w.path === '/tmp/t.txt'), `not traced after the restart: ${after.trace?.incomplete}`);
     return 'the restarted traced frame shell is /.tbrl-cage/bash: no nonce seen by the replaced bash; frames true; traced again';
-  } finally {
-    await sb.close();
-    await inner.close();
-  }
+  });
 }, { timeout: 180_000 });
 
 chaosCase('agent (root): replace the strace bundle in /.tbrl-strace (a fake strace, a new file), then kill -9 the tracer so it is restarted from the bundle', 'the bundle is a read-only volume: both writes get "Read-only file system"; the restarted tracer is the real strace and the next command is traced', async () => {
-  const inner = await sandbox();
-  const sb = await createTracedSandbox(inner);
-  try {
-    assert.equal(sb.tracing.available, true, sb.tracing.reason);
+  return withTracedSandbox(async (sb, inner) => {
     assert.match(inner.info.straceBundle ?? '', /^tbrl-strace-/);
     const w = await sb.exec('cp /bin/true /.tbrl-strace/strace; echo x > /.tbrl-strace/new; ls /.tbrl-strace/new 2>&1', { trace: true, timeoutMs: 15_000 });
     assert.equal((w.output.match(/Read-only file system/g) ?? []).length, 2, w.output);
@@ -633,16 +614,11 @@ chaosCase('agent (root): replace the strace bundle in /.tbrl-strace (a fake stra
     const next = await sb.exec('echo z > /tmp/z.txt', { trace: true, timeoutMs: 15_000 });
     assert.ok(next.trace?.writes.some((wr) => wr.path === '/tmp/z.txt'), `not traced after the restart: ${next.trace?.incomplete}`);
     return `writes refused (read-only volume ${inner.info.straceBundle}); tracer restarted from it; next command traced`;
-  } finally {
-    await sb.close();
-    await inner.close();
-  }
+  });
 }, { timeout: 180_000 });
 
 chaosCase('agent: kill -STOP the tracer (every traced process would freeze)', 'the command ends at its timeout; the stopped strace is killed, the shell runs under a new one and the next command is traced; DepGPO reason "tracer lost"', async () => {
-  const inner = await sandbox();
-  const sb = await createTracedSandbox(inner);
-  try {
+  return withTracedSandbox(async (sb, inner) => {
     const started = Date.now();
     const stop = await sb.exec('kill -STOP $(pgrep -x ld.so); echo stopped', { trace: true, timeoutMs: 5_000 });
     const took = Date.now() - started;
@@ -654,10 +630,7 @@ chaosCase('agent: kill -STOP the tracer (every traced process would freeze)', 't
     const stopped = await inner.execArgv(['sh', '-c', 'for d in /proc/[0-9]*; do read -r c <$d/comm 2>/dev/null; [ "$c" = ld.so ] && grep "^State" $d/status; done'], { timeoutMs: 10_000 });
     assert.doesNotMatch(stopped.output, /\bT\b/, `a stopped strace is left: ${stopped.output}`);
     return `command ended after ${took} ms (timeout 5 s); ${stop.trace!.incomplete!.slice(0, 70)}…; next command traced`;
-  } finally {
-    await sb.close();
-    await inner.close();
-  }
+  });
 }, { timeout: 180_000 });
 
 chaosCase('RPC: env-server `credit` with a command step of 4e9 (~300 bytes), then params of the wrong type', 'each answered -32602 naming the field within a second; the server lives on and answers initialize', async () => {
