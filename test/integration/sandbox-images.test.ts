@@ -98,7 +98,12 @@ describe('images without bash', () => {
   it('fail with a typed error that says to install bash, and leave no container', async () => {
     const ctx = dir('nobash', { Dockerfile: 'FROM debian:bookworm-slim\nRUN rm -f /bin/bash /usr/bin/bash\n' });
     const before = (await provider.docker.listContainers({ all: true, filters: { label: [`dev.tbrl.run=${runId}-nobash`] } })).length;
-    await assert.rejects(provider.create({ image: { kind: 'dockerfile', context: ctx, dockerfile: 'Dockerfile' }, runId: `${runId}-nobash` }), (err: unknown) => {
+    // A create that unexpectedly succeeds must still close its sandbox, or its open shell keeps this file from ever ending.
+    const created = provider.create({ image: { kind: 'dockerfile', context: ctx, dockerfile: 'Dockerfile' }, runId: `${runId}-nobash` }).then(async (sandbox) => {
+      await sandbox.close();
+      throw new Error('the sandbox started on an image without bash; expected SHELL_UNAVAILABLE');
+    });
+    await assert.rejects(created, (err: unknown) => {
       assert.equal((err as { code?: string }).code, 'SHELL_UNAVAILABLE', String(err));
       assert.match((err as Error).message, /Could not start bash in image tbrl-task\//);
       assert.match((err as Error).message, /apt-get install -y bash/);
