@@ -63,7 +63,10 @@ if ! docker image inspect debian:bookworm-slim >/dev/null 2>&1; then
 fi
 
 # Stand-ins for task base images that cannot be pulled here (see sandbox/images.json).
-node scripts/build-standins.mjs || die "building the base-image stand-ins failed"
+# The main job's task (examples/hello-world) needs the python stand-in and the tracer; the tests need all.
+STANDINS=()
+[ "$PROFILE" = main-job ] && STANDINS=(tbrl-standin/python:3 tbrl-standin/tracer:latest)
+node scripts/build-standins.mjs "${STANDINS[@]}" || die "building the base-image stand-ins failed"
 
 # --- Node dependencies and bundles --------------------------------------------------------------
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
