@@ -34,7 +34,10 @@ export interface TracedSandboxOptions {
   endMarkTimeoutMs?: number;
   /** After a command that left processes running, follow them until quiet for quietMs (at most maxMs). */
   settle?: { quietMs: number; maxMs: number } | false;
-  /** Trace lines through a host FIFO (default) or dockerd's exec stream (`false`; also the automatic fallback). */
+  /**
+   * Attach mode's trace lines through a host FIFO (the default there) or dockerd's exec stream (`false`; also the
+   * automatic fallback). Shell mode needs none (its lines are strace's stderr): its helper has one only when `true`.
+   */
   fifo?: boolean;
   /**
    * `shell` (default): a shell started under strace inside the task container (strace copied in
@@ -147,10 +150,13 @@ export async function createTracedSandbox(inner: Sandbox, options: TracedSandbox
   const docker = options.docker ?? connectDocker().docker;
   let helper: StraceHelper | undefined;
   try {
-    helper = await StraceHelper.start(docker, inner.info.containerId, { image: options.tracerImage, fifo: options.fifo });
+    // Shell mode's lines come on strace's stderr, so its helper gets no FIFO (no host directory, no mkfifo
+    // process, one mount less per trial) unless asked for; the attach fallback then reads the exec stream.
+    const shellMode = (options.mode ?? 'shell') === 'shell';
+    helper = await StraceHelper.start(docker, inner.info.containerId, { image: options.tracerImage, fifo: options.fifo ?? (shellMode ? false : undefined) });
     let shell: StraceShell | undefined;
     let shellFailure = '';
-    if ((options.mode ?? 'shell') === 'shell') {
+    if (shellMode) {
       shell = await StraceShell.start(inner, docker, helper, { maxOutputBytes: options.maxOutputBytes })
         .catch((err: Error) => {
           shellFailure = `; shell mode unavailable (${err.message.split('\n')[0]})`;
