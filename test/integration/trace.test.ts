@@ -47,8 +47,8 @@ describe('tracing commands in a real container', () => {
   it('readFiles (the snapshot\'s read) answers as the archive API does, symlinks and paths under them included', async () => {
     // /app/rf/etc links to the task's /etc: through /proc/<pid>/root in the helper it would reach the
     // helper's /etc (another hostname), so such paths must come from the archive API.
-    await sb.exec('mkdir -p /app/rf/dir && printf "a\\nb\\n" > /app/rf/a.txt && ln -sfn /etc /app/rf/etc && ln -sf a.txt /app/rf/flink && ln -sf /app/rf/a.txt /app/rf/abslink');
-    const paths = ['/app/rf/a.txt', '/app/rf/etc/hostname', '/app/rf/flink', '/app/rf/abslink', '/app/rf/dir', '/app/rf/missing', '/app/rf/a.txt/under-a-file'];
+    await sb.exec('mkdir -p /app/rf/dir && printf "a\\nb\\n" > /app/rf/a.txt && ln -sfn /etc /app/rf/etc && ln -sf a.txt /app/rf/flink && ln -sf /app/rf/a.txt /app/rf/abslink && mkfifo /app/rf/pipe');
+    const paths = ['/app/rf/a.txt', '/app/rf/etc/hostname', '/app/rf/flink', '/app/rf/abslink', '/app/rf/dir', '/app/rf/missing', '/app/rf/a.txt/under-a-file', '/app/rf/pipe'];
     const batched = await sb.readFiles(paths);
     const oneByOne = await Promise.allSettled(paths.map((p) => readThroughArchive((q) => inner.getArchive(q), p)));
     const show = (r: PromiseSettledResult<FileContent>) => {
@@ -61,6 +61,7 @@ describe('tracing commands in a real container', () => {
     assert.deepEqual(batched.slice(0, 6).map(show), ['file a\nb\n', `file ${inner.info.containerId.slice(0, 12)}\n`, 'file a\nb\n', 'file a\nb\n', 'other directory', 'absent']);
     // A path under a file: the daemon's refusal, for that path alone.
     assert.match(show(batched[6]), /^error .*not a directory/);
+    assert.equal(show(batched[7]), 'other fifo');
   });
 
   it('an overwrite with identical content writes no lines; an edit writes only its line', async () => {

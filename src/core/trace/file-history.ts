@@ -55,10 +55,14 @@ export class FileHistory {
     const answers = await this.helperReader.read([...parents, ...paths].map((p) => `/proc/${shellPid}/root${p}`));
     const isDir = new Map(parents.map((p, i) => [p, answers[i].kind === 'other' && answers[i].why === 'directory']));
     const own = answers.slice(parents.length);
+    // The reader names a FIFO, socket or device only "other" (the archive says which: its reason is kept), and
+    // an absent answer may be a file `cat` could not read: both are asked again through the archive API too.
+    const ownAnswer = (a: ReadAnswer): a is FileContent => a.kind === 'file' || (a.kind === 'other' && (a.why === 'directory' || a.why.startsWith('larger than')));
     return Promise.allSettled(
-      paths.map((p, i) =>
-        own[i].kind === 'symlink' || !ancestors(p).every((a) => isDir.get(a)) ? readThroughArchive(this.sandboxArchive, p) : Promise.resolve(own[i] as FileContent),
-      ),
+      paths.map((p, i) => {
+        const a = own[i];
+        return ownAnswer(a) && ancestors(p).every((d) => isDir.get(d)) ? Promise.resolve(a) : readThroughArchive(this.sandboxArchive, p);
+      }),
     );
   }
 
