@@ -107,6 +107,9 @@ async function harborSection(): Promise<void> {
     console.log(`round ${r + 1}: ${line.join(', ')}`);
   }
   const med = (name: string): number => median(times.get(name)!);
+  // Each round's eval and runs ran back to back: their ratio is less at the mercy of the load than the medians'.
+  const pairs = times.get('runs')!.map((r, i) => r / times.get('eval')![i]);
+  console.log(`8 × tbrl run / tbrl eval per round: ${pairs.map((x) => `${x.toFixed(2)}x`).join(', ')} (median ${median(pairs).toFixed(2)}x)`);
   const ours = { sec: med('eval') };
   const separate = med('runs');
   const poolRow = (): void => {
