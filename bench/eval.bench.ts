@@ -4,7 +4,10 @@
 //           eight separate `tbrl run` processes at a time.
 //   ray     64 oracle trials: local `tbrl eval --concurrency 8` vs the same on a local 2-worker Ray cluster.
 //   resume  time from `tbrl eval --resume` to the first new trial on a 1,000-trial job directory.
-// Run: npm run build && node --import tsx bench/eval.bench.ts [harbor] [ray] [resume]
+// Run: npm run build && node --import tsx bench/eval.bench.ts [harbor] [ray] [resume] [--rounds N] [--no-harbor]
+//   --rounds N   harbor section: N rounds of `tbrl eval` / 8 × `tbrl run` / the warm-pool settings, order rotated each
+//                round, medians reported (default 2); Harbor itself runs once, after the rounds.
+//   --no-harbor  harbor section without Harbor (also what happens when .venv/harbor is not set up).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -19,7 +22,13 @@ import { TRIAL_SCHEMA, computeResults, trialDir, trialName, writeJsonAtomic, typ
 
 const CLI = resolve('dist/cli.js');
 const HARBOR = resolve('.venv/harbor/bin/harbor');
-const only = process.argv.slice(2);
+const flag = (name: string): string | undefined => {
+  const i = process.argv.indexOf(name);
+  return i < 0 ? undefined : process.argv[i + 1];
+};
+const rounds = Number(flag('--rounds') ?? 2);
+const noHarbor = process.argv.includes('--no-harbor');
+const only = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--rounds');
 const want = (s: string): boolean => only.length === 0 || only.includes(s);
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-eval-bench-'));
 
@@ -34,20 +43,34 @@ function resultsOf(job: string): JobResults {
   return JSON.parse(readFileSync(join(job, 'results.json'), 'utf8')) as JobResults;
 }
 
-async function parallelRuns(tasks: string[], trialsPerTask: number, slots: number): Promise<number> {
+async function parallelRuns(tasks: string[], trialsPerTask: number, slots: number, tag = ''): Promise<number> {
   const queue = tasks.flatMap((t) => Array.from({ length: trialsPerTask }, (_, k) => ({ t, k })));
   const t0 = Date.now();
   const worker = async (): Promise<void> => {
     for (let item = queue.shift(); item; item = queue.shift()) {
       const { t, k } = item;
       await new Promise<void>((res, rej) => {
-        const p = spawn(process.execPath, [CLI, 'run', t, '--policy', 'oracle', '--out', join(scratch, 'runs', `${t.split('/').pop()}-${k}`)], { stdio: 'ignore' });
+        const p = spawn(process.execPath, [CLI, 'run', t, '--policy', 'oracle', '--out', join(scratch, 'runs', `${tag}${t.split('/').pop()}-${k}`)], { stdio: 'ignore' });
         p.on('exit', (code) => (code === 0 ? res() : rej(new Error(`tbrl run ${t} exited ${code}`))));
       });
     }
   };
   await Promise.all(Array.from({ length: slots }, worker));
   return (Date.now() - t0) / 1000;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+/** One `tbrl eval` of the 16 trials (4 tasks × 4 attempts, concurrency 8); checks all passed; returns the wall time. */
+function evalJob(tasks: string[], name: string, env: NodeJS.ProcessEnv): number {
+  const job = join(scratch, name);
+  const t = tbrl(['eval', ...tasks, '--attempts', '4', '--concurrency', '8', '--policy', 'oracle', '--job-dir', job, '--json'], { ...process.env, ...env });
+  const r = resultsOf(job);
+  if (r.overall.outcomes.passed !== 16) throw new Error(`tbrl eval (${name}): expected 16 passed, got ${JSON.stringify(r.overall.outcomes)}`);
+  return t.sec;
 }
 
 function row(name: string, sec: number, trials: number, baselineSec?: number, baselineName?: string): void {
@@ -61,19 +84,42 @@ async function harborSection(): Promise<void> {
   // Warm the image cache once so no contender pays for the build.
   tbrl(['run', tasks[0], '--policy', 'oracle', '--out', join(scratch, 'warm')]);
 
-  console.log(`harbor section: load average ${loadavg()[0].toFixed(1)} at the start`);
-  const job = join(scratch, 'job-16');
-  const ours = tbrl(['eval', ...tasks, '--attempts', '4', '--concurrency', '8', '--policy', 'oracle', '--job-dir', job, '--json']);
-  const r = resultsOf(job);
-  if (r.overall.outcomes.passed !== 16) throw new Error(`tbrl eval: expected 16 passed, got ${JSON.stringify(r.overall.outcomes)}`);
-
-  const separate = await parallelRuns(tasks, 4, 8);
-  // The same job without the warm sandboxes and the deferred removals (run-job.ts), to show what they are worth.
-  const plain = tbrl(['eval', ...tasks, '--attempts', '4', '--concurrency', '8', '--policy', 'oracle', '--job-dir', join(scratch, 'job-16-plain'), '--json'], { ...process.env, TBRL_EVAL_WARM_POOL: '0' });
-  const poolRow = (): void => row('`tbrl eval`', ours.sec, 16, plain.sec, '`tbrl eval` without warm pool / deferred removal (`TBRL_EVAL_WARM_POOL=0`)');
-  if (!existsSync(HARBOR)) {
+  console.log(`harbor section: load average ${loadavg()[0].toFixed(1)} at the start; ${rounds} round(s), sides alternated`);
+  // Each round runs every side once, the order rotated from round to round so no side always goes first (or last) into
+  // the machine's load: the default `tbrl eval`, 8 separate `tbrl run`s, and the eval with the warm sandboxes forced on
+  // (TBRL_EVAL_WARM_POOL=4) and off with the deferred removals (=0), to show what the default's choice is worth.
+  const sides: Array<{ name: string; run: (round: number) => Promise<number> }> = [
+    { name: 'eval', run: async (r) => evalJob(tasks, `job-16-${r}`, {}) },
+    { name: 'runs', run: async (r) => parallelRuns(tasks, 4, 8, `r${r}-`) },
+    { name: 'pool4', run: async (r) => evalJob(tasks, `job-16-pool-${r}`, { TBRL_EVAL_WARM_POOL: '4' }) },
+    { name: 'pool0', run: async (r) => evalJob(tasks, `job-16-plain-${r}`, { TBRL_EVAL_WARM_POOL: '0' }) },
+  ];
+  const times = new Map<string, number[]>(sides.map((x) => [x.name, []]));
+  for (let r = 0; r < rounds; r++) {
+    const order = sides.map((_, i) => sides[(i + r) % sides.length]);
+    const line: string[] = [];
+    for (const side of order) {
+      const l0 = loadavg()[0];
+      const sec = await side.run(r);
+      times.get(side.name)!.push(sec);
+      line.push(`${side.name} ${sec.toFixed(1)} s (load ${l0.toFixed(1)})`);
+    }
+    console.log(`round ${r + 1}: ${line.join(', ')}`);
+  }
+  const med = (name: string): number => median(times.get(name)!);
+  // Each round's eval and runs ran back to back: their ratio is less at the mercy of the load than the medians'.
+  const pairs = times.get('runs')!.map((r, i) => r / times.get('eval')![i]);
+  console.log(`8 × tbrl run / tbrl eval per round: ${pairs.map((x) => `${x.toFixed(2)}x`).join(', ')} (median ${median(pairs).toFixed(2)}x)`);
+  const ours = { sec: med('eval') };
+  const separate = med('runs');
+  const poolRow = (): void => {
+    row('`tbrl eval` (default: warm sandboxes only for idle cores)', ours.sec, 16, med('pool4'), '`tbrl eval` warm sandboxes forced on (`TBRL_EVAL_WARM_POOL=4`)');
+    row('`tbrl eval` (default)', ours.sec, 16, med('pool0'), '`tbrl eval` without warm sandboxes or deferred removal (`TBRL_EVAL_WARM_POOL=0`)');
+    console.log(`(medians of ${rounds} round(s); load average ${loadavg()[0].toFixed(1)} at the end)`);
+  };
+  if (noHarbor || !existsSync(HARBOR)) {
     // Harbor is not set up on every machine (see the README); the comparison with eight `tbrl run`s stands on its own.
-    console.log(`harbor: not installed at ${HARBOR}: only \`tbrl eval\` vs 8 separate \`tbrl run\` is measured; load average ${loadavg()[0].toFixed(1)}`);
+    if (!noHarbor) console.log(`harbor: not installed at ${HARBOR}: only \`tbrl eval\` vs 8 separate \`tbrl run\` is measured; load average ${loadavg()[0].toFixed(1)}`);
     console.log('\n| 16 oracle trials, 4 tasks, concurrency 8 | measured | baseline | ratio |\n|---|---|---|---|');
     row('`tbrl eval`', ours.sec, 16, separate, '8 separate `tbrl run`');
     poolRow();

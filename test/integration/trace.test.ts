@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createDockerProvider, type Sandbox } from '../../src/core/sandbox/index';
 import { createTracedSandbox, type TracedSandbox } from '../../src/core/trace/index';
+import { readThroughArchive, type FileContent } from '../../src/core/trace/file-content';
 
 const provider = createDockerProvider();
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-trace-it-'));
@@ -41,6 +42,26 @@ describe('tracing commands in a real container', () => {
     assert.deepEqual(r.trace?.reads, ['/app/notes.txt']);
     assert.deepEqual(r.trace?.writes, []);
     assert.equal(r.trace?.incomplete, undefined);
+  });
+
+  it('readFiles (the snapshot\'s read) answers as the archive API does, symlinks and paths under them included', async () => {
+    // /app/rf/etc links to the task's /etc: through /proc/<pid>/root in the helper it would reach the
+    // helper's /etc (another hostname), so such paths must come from the archive API.
+    await sb.exec('mkdir -p /app/rf/dir && printf "a\\nb\\n" > /app/rf/a.txt && ln -sfn /etc /app/rf/etc && ln -sf a.txt /app/rf/flink && ln -sf /app/rf/a.txt /app/rf/abslink && mkfifo /app/rf/pipe');
+    const paths = ['/app/rf/a.txt', '/app/rf/etc/hostname', '/app/rf/flink', '/app/rf/abslink', '/app/rf/dir', '/app/rf/missing', '/app/rf/a.txt/under-a-file', '/app/rf/pipe'];
+    const batched = await sb.readFiles(paths);
+    const oneByOne = await Promise.allSettled(paths.map((p) => readThroughArchive((q) => inner.getArchive(q), p)));
+    const show = (r: PromiseSettledResult<FileContent>) => {
+      if (r.status === 'rejected') return `error ${(r.reason as Error).message}`;
+      const c = r.value;
+      return c.kind === 'file' ? `file ${c.content.toString()}` : c.kind === 'other' ? `other ${c.why}` : c.kind;
+    };
+    assert.deepEqual(batched.map(show), oneByOne.map(show));
+    assert.equal(show(batched[1]), `file ${inner.info.containerId.slice(0, 12)}\n`, 'the task container\'s /etc/hostname, not the helper\'s');
+    assert.deepEqual(batched.slice(0, 6).map(show), ['file a\nb\n', `file ${inner.info.containerId.slice(0, 12)}\n`, 'file a\nb\n', 'file a\nb\n', 'other directory', 'absent']);
+    // A path under a file: the daemon's refusal, for that path alone.
+    assert.match(show(batched[6]), /^error .*not a directory/);
+    assert.equal(show(batched[7]), 'other fifo');
   });
 
   it('an overwrite with identical content writes no lines; an edit writes only its line', async () => {

@@ -11,6 +11,7 @@ import { originalImageOf, unknownOriginals, workspaceOriginals, type OriginalCon
 import { singleFileTar } from '../../src/core/sandbox/archive';
 import type { StepRecord, TrajectoryFooter, TrajectoryHeader } from '../../src/core/trajectory/schema';
 import type { FileWrite } from '../../src/core/trace/types';
+import type { FileContent } from '../../src/core/trace/file-content';
 
 const header = { type: 'header', schema: 'tbrl.trajectory/1.0', runId: 'r', startedAt: '', task: { id: 't', dir: '/t', format: 'tb', instruction: 'do it' }, policy: { kind: 'scripted' }, config: {}, versions: { tbrl: '0', node: 'v20' }, sandbox: { image: 'x', tracing: { available: true } } } as TrajectoryHeader;
 
@@ -124,6 +125,38 @@ test('snapshot copies changed files within the limits and says what it skipped',
     assert.match(tight.skipped.find((s) => s.path === '/app/out.txt')!.reason, /snapshot limit/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('snapshot through a sandbox that reads many files per round trip: the same index and files as one archive read each', async () => {
+  const dirs = [mkdtempSync(join(tmpdir(), 'tbrl-snap-')), mkdtempSync(join(tmpdir(), 'tbrl-snap-'))];
+  try {
+    const content: Record<string, string> = { '/app/a.py': 'x\ny\na\nB\nc\n', '/app/notes.txt': 'n'.repeat(50), '/app/out.txt': 'o'.repeat(30) };
+    const getArchive = async (p: string): Promise<Readable> => {
+      if (!(p in content)) throw Object.assign(new Error(`Could not find the file ${p} in container`), { statusCode: 404 });
+      return Readable.from([await singleFileTar(p.split('/').pop()!, Buffer.from(content[p]))]);
+    };
+    const batches: string[][] = [];
+    const readFiles = async (paths: readonly string[]): Promise<PromiseSettledResult<FileContent>[]> => {
+      batches.push([...paths]);
+      return paths.map((p): PromiseSettledResult<FileContent> => (p === '/app/orig.py' ? { status: 'rejected', reason: new Error('not a directory') } : { status: 'fulfilled', value: p in content ? { kind: 'file', content: Buffer.from(content[p]) } : { kind: 'absent' } }));
+    };
+    const limits = { fileBytes: 40, totalBytes: 50 };
+    // One path the daemon refuses (a path under a file): it alone "could not be read", in both.
+    const refusing = async (p: string): Promise<Readable> => (p === '/app/orig.py' ? Promise.reject(new Error('not a directory')) : getArchive(p));
+    const one = await snapshotChangedFiles({ getArchive: refusing }, steps, dirs[0], { limits });
+    const many = await snapshotChangedFiles({ getArchive: () => Promise.reject(new Error('not used')), readFiles }, steps, dirs[1], { limits });
+    assert.deepEqual(many, one);
+    assert.match(many.skipped.find((x) => x.path === '/app/orig.py')!.reason, /could not be read: not a directory/);
+    assert.equal(readFileSync(snapshotFilePath(dirs[1], '/app/a.py')!, 'utf8'), content['/app/a.py']);
+    // One round trip for the four files still there (the deleted one is not read).
+    assert.deepEqual(batches, [['/app/a.py', '/app/notes.txt', '/app/out.txt', '/app/orig.py']]);
+    // A failing batch is that batch's files' "could not be read", as a failing archive read was.
+    const failing = await snapshotChangedFiles({ getArchive, readFiles: () => Promise.reject(new Error('reader gone')) }, steps, dirs[1], { limits });
+    assert.deepEqual(failing.files, []);
+    assert.ok(failing.skipped.filter((s) => !/deleted/.test(s.reason)).every((s) => /could not be read: reader gone/.test(s.reason)));
+  } finally {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }
 });
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EvalSandboxPool } from '../../src/core/eval/warm-pool';
+import { EvalSandboxPool, warmLookahead } from '../../src/core/eval/warm-pool';
 import type { DockerSandboxProvider } from '../../src/core/sandbox/provider';
 import type { SandboxSpec } from '../../src/core/sandbox/types';
 
@@ -91,4 +91,33 @@ test('deferred removals run in the background, at most maxPendingRemovals at onc
   assert.ok(log.includes('close 1') || log.includes('close 2'), 'the third waited for room');
   await pool.close();
   assert.deepEqual(log.filter((l) => l.startsWith('close')).sort(), ['close 1', 'close 2', 'close 3']);
+});
+
+test('warm sandboxes are made only for idle cores unless TBRL_EVAL_WARM_POOL gives a number', () => {
+  // 8 trials on 2 cores (the bench's case): every core is busy with trials, so none ahead.
+  assert.equal(warmLookahead(8, 2, 0.5), 0);
+  // 4 trials on 16 quiet cores: capped at 4 (and at the concurrency below that).
+  assert.equal(warmLookahead(4, 16, 1), 4);
+  assert.equal(warmLookahead(2, 16, 1), 2);
+  // Other work on the machine counts: load 13.5 on 16 cores leaves 2 idle.
+  assert.equal(warmLookahead(4, 16, 13.5), 2);
+  // A number forces it, still capped; 0 is none; anything else is the automatic choice.
+  assert.equal(warmLookahead(8, 2, 9, '3'), 3);
+  assert.equal(warmLookahead(8, 2, 9, '9'), 4);
+  assert.equal(warmLookahead(4, 16, 1, '0'), 0);
+  assert.equal(warmLookahead(4, 16, 1, 'auto'), 4);
+});
+
+test('a pool whose lookahead is 0 now makes nothing ahead and creates on demand', async () => {
+  const { provider, log } = fakeProvider();
+  let lookahead = 0;
+  const pool = new EvalSandboxPool(provider, { lookahead: () => lookahead, maxPendingRemovals: 2, runLabel: 'warm-1' });
+  pool.prewarm([spec('a'), spec('a')]);
+  await settle();
+  assert.deepEqual(log, []);
+  lookahead = 1;
+  pool.prewarm([spec('a'), spec('a')]);
+  await settle();
+  assert.deepEqual(log, ['create 1 warm-1']);
+  await pool.close();
 });

@@ -3,7 +3,7 @@ import { dirname, join, posix } from 'node:path';
 import { errorMessage } from '../errors';
 import type { Sandbox } from '../sandbox/types';
 import type { StepRecord } from '../trajectory/schema';
-import { readThroughArchive } from '../trace/file-content';
+import { readThroughArchive, type FileContent } from '../trace/file-content';
 import { changedFiles } from './lines';
 import type { OriginalSource } from './originals';
 
@@ -25,6 +25,12 @@ export interface SnapshotIndex {
   skipped: Array<{ path: string; reason: string }>;
 }
 
+/** Files read per round trip when the sandbox reads many at once (each up to MAX_DIFF_BYTES in memory). */
+const READ_BATCH = 8;
+
+/** The sandbox as the snapshot reads it: `readFiles` (a traced sandbox's) reads many paths per round trip. */
+export type SnapshotSource = Pick<Sandbox, 'getArchive'> & { readFiles?: (paths: readonly string[]) => Promise<PromiseSettledResult<FileContent>[]> };
+
 export interface SnapshotOptions {
   limits?: typeof SNAPSHOT_LIMITS;
   /** Where each saved file's original comes from; without one no originals are recorded. The caller closes it. */
@@ -38,11 +44,29 @@ export interface SnapshotOptions {
  * over the per-file limit, or one that would push the total over its limit, is skipped and the
  * index says why. Final contents are taken first: an original is only worth having beside one.
  */
-export async function snapshotChangedFiles(sandbox: Pick<Sandbox, 'getArchive'>, steps: StepRecord[], runDir: string, options: SnapshotOptions = {}): Promise<SnapshotIndex> {
+export async function snapshotChangedFiles(sandbox: SnapshotSource, steps: StepRecord[], runDir: string, options: SnapshotOptions = {}): Promise<SnapshotIndex> {
   const limits = options.limits ?? SNAPSHOT_LIMITS;
   const index: SnapshotIndex = { version: 1, files: [], skipped: [] };
   let total = 0;
-  for (const f of changedFiles(steps)) {
+  const changed = changedFiles(steps);
+  const wanted = changed.filter((f) => !f.deleted && safeRelative(f.path)).map((f) => f.path);
+  const reads = new Map<string, Promise<FileContent>>();
+  const read = (path: string): Promise<FileContent> => {
+    if (!sandbox.readFiles) return readThroughArchive((p) => sandbox.getArchive(p), path);
+    if (!reads.has(path)) {
+      // The next few paths in one round trip; a batch at a time bounds what is held in memory.
+      const batch = wanted.slice(wanted.indexOf(path), wanted.indexOf(path) + READ_BATCH);
+      const answers = sandbox.readFiles(batch);
+      batch.forEach((p, i) => {
+        const answer = answers.then((a) => (a[i].status === 'fulfilled' ? a[i].value : Promise.reject(a[i].reason)));
+        // Awaited in order below; until then a failed batch must not count as an unhandled rejection.
+        answer.catch(() => undefined);
+        reads.set(p, answer);
+      });
+    }
+    return reads.get(path)!;
+  };
+  for (const f of changed) {
     if (f.deleted) {
       index.skipped.push({ path: f.path, reason: 'deleted by the agent' });
       continue;
@@ -53,7 +77,8 @@ export async function snapshotChangedFiles(sandbox: Pick<Sandbox, 'getArchive'>,
       continue;
     }
     try {
-      const content = await readThroughArchive((p) => sandbox.getArchive(p), f.path);
+      const content = await read(f.path);
+      reads.delete(f.path);
       if (content.kind === 'absent') index.skipped.push({ path: f.path, reason: 'no longer exists in the container' });
       else if (content.kind === 'other') index.skipped.push({ path: f.path, reason: `not a regular file (${content.why})` });
       else if (content.content.length > limits.fileBytes) index.skipped.push({ path: f.path, reason: `${content.content.length} bytes, over the ${limits.fileBytes}-byte per-file limit` });

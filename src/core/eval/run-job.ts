@@ -1,5 +1,6 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { availableParallelism, loadavg } from 'node:os';
 import { TbrlError } from '../errors';
 import { isMasked, type OutcomeClass } from '../run/outcome';
 import { loadTask } from '../tasks/load';
@@ -19,7 +20,7 @@ import { DockerSandboxProvider } from '../sandbox/provider';
 import { holdSharedReaders } from '../sandbox/shared-readers';
 import type { SandboxSpec } from '../sandbox/types';
 import { taskImageSource, taskSandboxSpec } from '../run/task-sandbox';
-import { EvalSandboxPool } from './warm-pool';
+import { EvalSandboxPool, MAX_WARM_LOOKAHEAD, warmLookahead } from './warm-pool';
 
 export type EvalEvent =
   | { type: 'job-start'; jobDir: string; resumed: boolean; tasks: number; trials: number; toRun: number; alreadyDone: number; retrying: number }
@@ -146,9 +147,11 @@ export function localBackend(run: JobRunConfig, concurrency: number, trialOption
     name: 'local',
     async run(trials, hooks, signal) {
       // Our own Docker provider gets the warm pool and the deferred removals (warm-pool.ts); a caller's provider is used as given.
-      // TBRL_EVAL_WARM_POOL=0 turns both off (bench/eval.bench.ts measures with and without).
-      const pool = trialOptions.sandboxProvider || process.env.TBRL_EVAL_WARM_POOL === '0' ? undefined : new EvalSandboxPool(new DockerSandboxProvider(), {
-        lookahead: Math.max(1, Math.min(concurrency, WARM_LOOKAHEAD)),
+      // TBRL_EVAL_WARM_POOL: unset, warm sandboxes only for idle cores; N, N of them; 0, neither they nor the
+      // deferred removals (bench/eval.bench.ts measures the settings against each other).
+      const setting = process.env.TBRL_EVAL_WARM_POOL;
+      const pool = trialOptions.sandboxProvider || setting === '0' ? undefined : new EvalSandboxPool(new DockerSandboxProvider(), {
+        lookahead: () => warmLookahead(concurrency, availableParallelism(), loadavg()[0], setting),
         maxPendingRemovals: Math.max(2, concurrency),
         runLabel: `eval-warm-${process.pid}`,
       });
@@ -188,8 +191,8 @@ export function localBackend(run: JobRunConfig, concurrency: number, trialOption
   };
 }
 
-/** How many queued trials get a sandbox made ahead (at most the concurrency). */
-const WARM_LOOKAHEAD = 4;
+/** How many queued trials' specs are looked at for warm sandboxes. */
+const WARM_LOOKAHEAD = MAX_WARM_LOOKAHEAD;
 
 /** The sandbox spec createTaskSandbox will ask for this task, when such a sandbox can be made ahead (no sidecars). */
 async function warmableSpec(dir: string, hostEnv: NodeJS.ProcessEnv): Promise<SandboxSpec | undefined> {

@@ -14,6 +14,24 @@ import type { Checkpoint, Sandbox, SandboxProvider, SandboxSpec, SidecarSpec, Si
  * - Deferred removal: a finished trial's containers (sandbox, tracer) are removed in the background
  *   once its result is recorded; at most `maxPendingRemovals` at a time, after which a trial waits.
  */
+/** At most this many queued trials get a sandbox made ahead. */
+export const MAX_WARM_LOOKAHEAD = 4;
+
+/**
+ * How many queued trials get a sandbox made ahead, from `TBRL_EVAL_WARM_POOL` (`setting`): a number
+ * forces it (0: none), unset sizes it to the idle cores. A warm sandbox only moves a create and a
+ * start off a trial's path, which pays only while a core would otherwise idle: with as many trials
+ * running as there are cores (or other work keeping them busy: the 1-minute load average) the early
+ * creates compete with the running trials for the same CPUs and the job gets slower (measured on 2
+ * cores: src/core/eval/README.md, Benchmarks), so then none are made.
+ */
+export function warmLookahead(concurrency: number, cores: number, load1: number, setting?: string): number {
+  const cap = Math.max(0, Math.min(concurrency, MAX_WARM_LOOKAHEAD));
+  if (setting !== undefined && setting !== '' && Number.isFinite(Number(setting))) return Math.max(0, Math.min(cap, Math.floor(Number(setting))));
+  const idle = cores - Math.max(concurrency, load1);
+  return Math.max(0, Math.min(cap, Math.floor(idle)));
+}
+
 export class EvalSandboxPool implements SandboxProvider {
   private readonly idle = new Map<string, Promise<DockerSandbox | undefined>[]>();
   private idleCount = 0;
@@ -24,7 +42,8 @@ export class EvalSandboxPool implements SandboxProvider {
 
   constructor(
     private readonly provider: DockerSandboxProvider,
-    private readonly options: { lookahead: number; maxPendingRemovals: number; runLabel: string },
+    /** `lookahead`: asked at every prewarm (warmLookahead reads the load, which changes while a job runs). */
+    private readonly options: { lookahead: number | (() => number); maxPendingRemovals: number; runLabel: string },
   ) {}
 
   get docker(): DockerSandboxProvider['docker'] {
@@ -43,8 +62,10 @@ export class EvalSandboxPool implements SandboxProvider {
    */
   prewarm(upcoming: SandboxSpec[]): void {
     if (this.closed) return;
+    const lookahead = typeof this.options.lookahead === 'function' ? this.options.lookahead() : this.options.lookahead;
+    if (lookahead <= 0) return;
     const needed = new Map<string, { n: number; spec: SandboxSpec }>();
-    for (const spec of upcoming.slice(0, this.options.lookahead)) {
+    for (const spec of upcoming.slice(0, lookahead)) {
       const key = EvalSandboxPool.keyOf(spec);
       if (!key) continue;
       const e = needed.get(key) ?? { n: 0, spec };
@@ -53,7 +74,7 @@ export class EvalSandboxPool implements SandboxProvider {
     }
     for (const [key, { n, spec }] of needed) {
       const list = this.idle.get(key) ?? [];
-      for (let have = list.length; have < n && this.idleCount < this.options.lookahead; have++) {
+      for (let have = list.length; have < n && this.idleCount < lookahead; have++) {
         const made = this.provider
           .createDocker({ ...spec, runId: this.options.runLabel, onProgress: undefined, signal: undefined })
           .then(

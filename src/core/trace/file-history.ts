@@ -41,6 +41,31 @@ export class FileHistory {
     return this.resolveSymlinks(paths, answers, this.sandboxArchive);
   }
 
+  /**
+   * Like `after`, for paths the caller did not just see written (the snapshot at the end of a run):
+   * every directory above each path is asked about in the same round trip, and a path under a
+   * symbolic link (which /proc/<pid>/root would resolve against the helper's root, not the task's)
+   * or under something that is no directory goes through the sandbox's archive API, which resolves
+   * it inside the container. So each answer is the one `readThroughArchive` would give, its error
+   * included (per path: one unreadable path fails only itself). Rejects only when the reader fails.
+   */
+  async current(paths: readonly string[], shellPid: number): Promise<PromiseSettledResult<FileContent>[]> {
+    if (!this.helperReader || !shellPid) return Promise.allSettled(paths.map((p) => readThroughArchive(this.sandboxArchive, p)));
+    const parents = [...new Set(paths.flatMap(ancestors))];
+    const answers = await this.helperReader.read([...parents, ...paths].map((p) => `/proc/${shellPid}/root${p}`));
+    const isDir = new Map(parents.map((p, i) => [p, answers[i].kind === 'other' && answers[i].why === 'directory']));
+    const own = answers.slice(parents.length);
+    // The reader names a FIFO, socket or device only "other" (the archive says which: its reason is kept), and
+    // an absent answer may be a file `cat` could not read: both are asked again through the archive API too.
+    const ownAnswer = (a: ReadAnswer): a is FileContent => a.kind === 'file' || (a.kind === 'other' && (a.why === 'directory' || a.why.startsWith('larger than')));
+    return Promise.allSettled(
+      paths.map((p, i) => {
+        const a = own[i];
+        return ownAnswer(a) && ancestors(p).every((d) => isDir.get(d)) ? Promise.resolve(a) : readThroughArchive(this.sandboxArchive, p);
+      }),
+    );
+  }
+
   async before(paths: readonly string[]): Promise<FileContent[]> {
     const out: (FileContent | undefined)[] = paths.map((p) => this.seen.get(p));
     const unseen = paths.filter((_, i) => !out[i]);
@@ -123,4 +148,10 @@ export class FileHistory {
       }
     })();
   }
+}
+
+/** `/a/b/c` → [`/a`, `/a/b`]: the directories the path is looked up through (the root excluded). */
+function ancestors(path: string): string[] {
+  const parts = path.split('/').filter(Boolean);
+  return parts.slice(0, -1).map((_, i) => `/${parts.slice(0, i + 1).join('/')}`);
 }

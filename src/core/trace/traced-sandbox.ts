@@ -13,6 +13,7 @@ import { resolveWrites } from './writes';
 import type { CommandTrace, VerifierTrace } from './types';
 import { TraceWindows, type TraceWindow } from './windows';
 import { BatchReader } from './batch-reader';
+import { readThroughArchive, type FileContent } from './file-content';
 import { ansiCQuote } from '../sandbox/bash-quote';
 import { StraceShell } from './strace-shell';
 import { TbrlError } from '../errors';
@@ -33,7 +34,10 @@ export interface TracedSandboxOptions {
   endMarkTimeoutMs?: number;
   /** After a command that left processes running, follow them until quiet for quietMs (at most maxMs). */
   settle?: { quietMs: number; maxMs: number } | false;
-  /** Trace lines through a host FIFO (default) or dockerd's exec stream (`false`; also the automatic fallback). */
+  /**
+   * Attach mode's trace lines through a host FIFO (the default there) or dockerd's exec stream (`false`; also the
+   * automatic fallback). Shell mode needs none (its lines are strace's stderr): its helper has one only when `true`.
+   */
   fifo?: boolean;
   /**
    * `shell` (default): a shell started under strace inside the task container (strace copied in
@@ -53,6 +57,13 @@ export type TracingStatus = SandboxInfo['tracing'];
 
 export interface TracedSandbox extends Sandbox {
   readonly tracing: TracingStatus;
+  /**
+   * Current content of container paths, one settled answer per path as `readThroughArchive` gives it
+   * (its error included): while traced, all of them in one round trip through the helper's reader (an
+   * archive read of a running container costs the daemon a few hundred ms each on a busy machine),
+   * else one archive read each.
+   */
+  readFiles(paths: readonly string[]): Promise<PromiseSettledResult<FileContent>[]>;
   /** Runs the verifier (the test run) traced, returning what it inspected: DepGPO's E before removing its own writes. */
   traceVerifier(command: string, options?: ExecOptions): Promise<{ result: ExecResult; verifier?: VerifierTrace }>;
 }
@@ -139,10 +150,13 @@ export async function createTracedSandbox(inner: Sandbox, options: TracedSandbox
   const docker = options.docker ?? connectDocker().docker;
   let helper: StraceHelper | undefined;
   try {
-    helper = await StraceHelper.start(docker, inner.info.containerId, { image: options.tracerImage, fifo: options.fifo });
+    // Shell mode's lines come on strace's stderr, so its helper gets no FIFO (no host directory, no mkfifo
+    // process, one mount less per trial) unless asked for; the attach fallback then reads the exec stream.
+    const shellMode = (options.mode ?? 'shell') === 'shell';
+    helper = await StraceHelper.start(docker, inner.info.containerId, { image: options.tracerImage, fifo: options.fifo ?? (shellMode ? false : undefined) });
     let shell: StraceShell | undefined;
     let shellFailure = '';
-    if ((options.mode ?? 'shell') === 'shell') {
+    if (shellMode) {
       shell = await StraceShell.start(inner, docker, helper, { maxOutputBytes: options.maxOutputBytes })
         .catch((err: Error) => {
           shellFailure = `; shell mode unavailable (${err.message.split('\n')[0]})`;
@@ -436,6 +450,11 @@ class TraceEngine {
     return this.straceShell ? this.straceShell.pid : pid;
   }
 
+  /** Current content of `paths` in the sandbox, in one round trip through the helper (FileHistory.current). */
+  readCurrent(paths: readonly string[]): Promise<PromiseSettledResult<FileContent>[]> {
+    return this.history.current(paths, this.shellPid);
+  }
+
   shellCwd(): string | undefined {
     return this.shellPid ? this.windows.parser.cwdOf(this.shellPid) : undefined;
   }
@@ -510,6 +529,14 @@ class Traced implements TracedSandbox {
 
   getArchive(path: string): Promise<Readable> {
     return this.inner.getArchive(path);
+  }
+
+  readFiles(paths: readonly string[]): Promise<PromiseSettledResult<FileContent>[]> {
+    // A lost tracer's helper may still run, but its shell pid is stale: the archive API answers then.
+    const oneByOne = (): Promise<PromiseSettledResult<FileContent>[]> => Promise.allSettled(paths.map((p) => readThroughArchive((q) => this.inner.getArchive(q), p)));
+    // The helper's reader ended (killed with the helper): the archive API still answers.
+    if (this.engine && !this.engine.lost) return this.engine.readCurrent(paths).catch(oneByOne);
+    return oneByOne();
   }
 
   async checkpoint(step: number): Promise<Checkpoint> {
