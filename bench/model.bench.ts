@@ -16,7 +16,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { LocalEngine, defaultThreads, type GenerationTimings } from '../src/core/serve/engine';
 import { startServer } from '../src/core/serve/server';
@@ -27,7 +27,10 @@ const TURNS = Number(process.env.BENCH_TURNS ?? 20);
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 32);
 const PARTS = new Set((process.env.BENCH_PARTS ?? '1,2,3,4').split(','));
 const BASELINE_TURNS = Number(process.env.BENCH_BASELINE_TURNS ?? TURNS);
-const modelPath = defaultModelPath();
+// BENCH_MODEL: a GGUF file, or several comma-separated (parts 1 and 3 then run once per file, back to
+// back in one process, to compare weight layouts); default: the default model.
+const modelPaths = (process.env.BENCH_MODEL || defaultModelPath()).split(',');
+let modelPath = modelPaths[0];
 // Parts 1 and 3 run once per BENCH_THREADS entry (default 1,2); parts 2 and 4 use the first.
 const threads = Number((process.env.BENCH_THREADS ?? String(defaultThreads())).split(',')[0]);
 const system = loadSystemPrompt().text;
@@ -131,15 +134,21 @@ async function serverParts(messages: Msg[]) {
   // The first server reads the prompt and saves it here; the next ones load it (part 4 measures that).
   const kvDir = await mkdtemp(join(tmpdir(), 'tbrl-bench-kv-'));
   try {
-    for (const threads of threadCounts) await serverPartsWith(messages, threads, samples, rounds, kvDir);
+    for (const threads of threadCounts) {
+      for (const path of modelPaths) {
+        modelPath = path;
+        await serverPartsWith(messages, threads, samples, rounds, kvDir);
+      }
+    }
+    modelPath = modelPaths[0];
   } finally {
     await rm(kvDir, { recursive: true, force: true });
   }
 }
 
 async function serverPartsWith(messages: Msg[], threads: number, samples: number, rounds: number, kvDir: string) {
-  console.log(`-- ${threads} thread(s); load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   const engine = await LocalEngine.load({ modelPath, threads, sequences: 8, contextSize: 4096, prefixCacheDir: kvDir });
+  console.log(`-- ${threads} thread(s), ${basename(modelPath)} (${engine.weightsDescription}); load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   const decodes = watchDecodes(engine);
   const prompt = engine.promptTokens(messages);
   const running = await startServer(engine, { port: Number(process.env.TBRL_SERVE_PORT ?? 0) });
