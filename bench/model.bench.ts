@@ -12,11 +12,13 @@
 // part 1 alternates BENCH_SAMPLES (5) served and in-process generations and reports the median of the
 // pair ratios; part 3 alternates BENCH_ROUNDS (3) N=1 / N=8 requests and splits the N=8 cost into the
 // batched step vs a single step and the longest sample vs the N=1 length, with CPU time next to wall
-// time (CPU time barely moves with the load of the other sessions on the 2 cores; wall time does).
+// time (CPU time barely moves with the load of the other sessions on the 2 cores; wall time does),
+// then the raw decode of the same steps without sampling (BENCH_RAW_STEP=0 skips it).
+// BENCH_MODEL=a.gguf,b.gguf runs parts 1 and 3 per file (scripts/derive-model.mjs makes Q8_0/Q4_0 copies).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { LocalEngine, defaultThreads, type GenerationTimings } from '../src/core/serve/engine';
 import { startServer } from '../src/core/serve/server';
@@ -27,7 +29,10 @@ const TURNS = Number(process.env.BENCH_TURNS ?? 20);
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 32);
 const PARTS = new Set((process.env.BENCH_PARTS ?? '1,2,3,4').split(','));
 const BASELINE_TURNS = Number(process.env.BENCH_BASELINE_TURNS ?? TURNS);
-const modelPath = defaultModelPath();
+// BENCH_MODEL: a GGUF file, or several comma-separated (parts 1 and 3 then run once per file, back to
+// back in one process, to compare weight layouts); default: the default model.
+const modelPaths = (process.env.BENCH_MODEL || defaultModelPath()).split(',');
+let modelPath = modelPaths[0];
 // Parts 1 and 3 run once per BENCH_THREADS entry (default 1,2); parts 2 and 4 use the first.
 const threads = Number((process.env.BENCH_THREADS ?? String(defaultThreads())).split(',')[0]);
 const system = loadSystemPrompt().text;
@@ -106,6 +111,42 @@ async function inProcessBaseline(prompt: number[], threads: number) {
 }
 
 /**
+ * Raw decode cost at the served prompt's length: one token on one sequence vs one token on each of
+ * 8 sequences (each holding the prompt, copied by state file as the engine does), no logits, no
+ * sampling, alternated. Splits part 3's step cost into llama.cpp's decode and everything around it.
+ */
+async function rawStepProbe(prompt: number[], threads: number, n: number): Promise<{ one: number; eight: number; n: number }> {
+  const lib = await import('node-llama-cpp');
+  const llama = await lib.getLlama({ gpu: false, build: 'never', maxThreads: threads, logLevel: lib.LlamaLogLevel.error });
+  const model = await llama.loadModel({ modelPath });
+  const ctx = await model.createContext({ contextSize: 4096, sequences: 8, threads, batchSize: 512 });
+  const dir = await mkdtemp(join(tmpdir(), 'tbrl-bench-raw-'));
+  try {
+    const seqs = Array.from({ length: 8 }, () => ctx.getSequence());
+    await seqs[0].evaluateWithoutGeneratingNewTokens(prompt.slice(0, -1) as never);
+    await seqs[0].saveStateToFile(join(dir, 'p.bin'));
+    for (const s of seqs.slice(1)) await s.loadStateFromFile(join(dir, 'p.bin'), { acceptRisk: true });
+    const tok = prompt[prompt.length - 1];
+    const one: number[] = [];
+    const eight: number[] = [];
+    for (let i = 0; i < n; i++) {
+      let t = performance.now();
+      await seqs[0].evaluateWithoutGeneratingNewTokens([tok] as never);
+      one.push(performance.now() - t);
+      t = performance.now();
+      await Promise.all(seqs.map((s) => s.evaluateWithoutGeneratingNewTokens([tok] as never)));
+      eight.push(performance.now() - t);
+    }
+    return { one: median(one), eight: median(eight), n };
+  } finally {
+    await ctx.dispose();
+    await model.dispose();
+    await llama.dispose();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
  * Diagnostic only (node-llama-cpp internals, absent => not shown): the sizes of the batches the
  * context decodes, to tell one batched step of all candidates from split steps.
  */
@@ -131,15 +172,21 @@ async function serverParts(messages: Msg[]) {
   // The first server reads the prompt and saves it here; the next ones load it (part 4 measures that).
   const kvDir = await mkdtemp(join(tmpdir(), 'tbrl-bench-kv-'));
   try {
-    for (const threads of threadCounts) await serverPartsWith(messages, threads, samples, rounds, kvDir);
+    for (const threads of threadCounts) {
+      for (const path of modelPaths) {
+        modelPath = path;
+        await serverPartsWith(messages, threads, samples, rounds, kvDir);
+      }
+    }
+    modelPath = modelPaths[0];
   } finally {
     await rm(kvDir, { recursive: true, force: true });
   }
 }
 
 async function serverPartsWith(messages: Msg[], threads: number, samples: number, rounds: number, kvDir: string) {
-  console.log(`-- ${threads} thread(s); load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   const engine = await LocalEngine.load({ modelPath, threads, sequences: 8, contextSize: 4096, prefixCacheDir: kvDir });
+  console.log(`-- ${threads} thread(s), ${basename(modelPath)} (${engine.weightsDescription}); load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   const decodes = watchDecodes(engine);
   const prompt = engine.promptTokens(messages);
   const running = await startServer(engine, { port: Number(process.env.TBRL_SERVE_PORT ?? 0) });
@@ -203,6 +250,11 @@ async function serverPartsWith(messages: Msg[], threads: number, samples: number
     console.log(`   N=1 ${fmt(wall1)} ms (cpu ${fmt(cpu1)} ms), ${len1} tokens: ${fmt(perToken1)} ms per token`);
     console.log(`   N=8 ${fmt(wall8)} ms (cpu ${fmt(cpu8)} ms), lengths mean ${fmt(all8.reduce((a, b) => a + b, 0) / all8.length)} max ${max8}: ${fmt(perStep8)} ms per batched step of up to 8 tokens (${fmt(gen8 / (all8.length ? all8.reduce((a, b) => a + b, 0) / rounds : 1))} ms per token); decodes ${eightDecodes.join(' | ')}`);
     console.log(`   N=8 / N=1: wall ${(wall8 / wall1).toFixed(2)}x (target <= 3x), cpu ${(cpu8 / cpu1).toFixed(2)}x = batched step vs single step ${(perStep8 / perToken1).toFixed(2)}x x longest sample vs N=1 length ${(max8 / len1).toFixed(2)}x (medians of ${rounds} back-to-back pairs; load average now ${loadavg()[0].toFixed(2)})`);
+    if (process.env.BENCH_RAW_STEP !== '0') {
+      // The same steps without sampling, logprobs, the lockstep or HTTP: what is left is llama.cpp's decode.
+      const raw = await rawStepProbe(prompt, threads, Math.max(5, rounds * 3));
+      console.log(`   raw llama_decode at the same prompt (no logits, no sampling; median of ${raw.n} alternated pairs): 1 token ${fmt(raw.one)} ms, 8 sequences x 1 token ${fmt(raw.eight)} ms -> ${(raw.eight / raw.one).toFixed(2)}x; the served steps above cost ${fmt(perToken1)} / ${fmt(perStep8)} ms, so ${fmt(perToken1 - raw.one)} / ${fmt(perStep8 - raw.eight)} ms per step are logits, sampling and our code`);
+    }
   } finally {
     await running.close();
   }

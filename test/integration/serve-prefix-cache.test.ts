@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { LocalEngine, type ChatTurn } from '../../src/core/serve/engine';
 import { defaultModelPath } from '../../src/core/serve/default-model';
 
@@ -38,7 +38,7 @@ test('a second server loads the long prompt from the disk cache and samples exac
       await first.dispose();
     }
     // One directory per model file and sequence count (llama.cpp loads a state only into the same layout).
-    assert.match(readdirSync(dir)[0], /^SmolLM2-135M-Instruct\.Q4_1\.gguf-\d+-\d+-seq2$/);
+    assert.match(readdirSync(dir)[0], new RegExp(`^${basename(modelPath).replace(/\./g, '\\.')}-\\d+-\\d+-seq2$`));
     const saved = readdirSync(join(dir, readdirSync(dir)[0]));
     assert.deepEqual(saved.map((f) => f.replace(/^[0-9a-f]+/, '')).sort(), ['.bin', '.json'], `one entry: ${saved.join(', ')}`);
 

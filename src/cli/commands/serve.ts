@@ -62,7 +62,7 @@ export const serveCommand: CliCommand = {
     }
     const running = await startServer(engine, { port: int(values, 'port', 0) ?? 0, maxQueue: int(values, 'max-queue', 1), log });
     console.log(JSON.stringify({ event: 'listening', baseUrl: running.baseUrl, model: running.modelId, contextSize: engine.contextSize, sequences: engine.sequences, pid: process.pid }));
-    log(`${running.modelId} loaded in ${Date.now() - started} ms; listening on ${running.baseUrl}`);
+    log(`${running.modelId} (${engine.weightsDescription}) loaded in ${Date.now() - started} ms; listening on ${running.baseUrl}`);
     await new Promise<void>((resolve) => {
       const stop = (signal: string) => {
         log(`${signal}: finishing running requests, then stopping`);

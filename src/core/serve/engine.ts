@@ -182,6 +182,11 @@ export class LocalEngine {
     return new LocalEngine(modelPath, modelId, llama, model, context, pool, wrapper, stateDir, contextSize, reuse, diskCache, options.lockstep !== false);
   }
 
+  /** The weights' layout as llama.cpp reports it (e.g. "llama ?B Q4_0"): benchmarks print it next to their figures. */
+  get weightsDescription(): string {
+    return this.model.typeDescription;
+  }
+
   get sequences(): number {
     return this.pool.length;
   }
