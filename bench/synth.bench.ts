@@ -1,18 +1,23 @@
 /**
  * Tev synthesis at corpus scale (issue #20).
  *
- *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7] [--baseline-sample 1] [--per-domain 20] [--concurrency 2] [--tier small]
+ *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7|all] [--baseline-sample 1] [--process-baseline 0]
+ *       [--task-concurrency 2] [--probe-concurrency 2] [--per-domain 20] [--concurrency 2] [--tier small]
  *
  * 1. `--count` tasks across the seven domains (round robin, seeds 1..count) at the small tier:
  *    generation + the static gates (round trip, reversible faults, share-no-code, no-leak) per
  *    task, the gate pass rate and the median horizon. Baseline in the same run: generation alone.
- *    Then the full host gates (reference steps graded by both graders, pytest on the strict
- *    verifier, every gaming probe) on `--full-sample` of those tasks, one per domain first.
- *    Target: ≤ 1 s per task for generation + all gates, excluding image builds. The full gates run
- *    on the warm gate server (gate-server.ts: every python3 forked from one interpreter that has
- *    pytest imported, probes two at a time); baseline in the same run: the original per-process
- *    path (`runner: 'process'`) on the first `--baseline-sample` tasks, whose per-probe verdicts
- *    and Φ must equal the warm path's.
+ *    Then the full host gates (reference steps graded by both graders, the strict verifier, every
+ *    gaming probe) on `--full-sample` of those tasks (`all`: every one), one per domain first.
+ *    Target: ≤ 1 s per task for generation + all gates, excluding image builds.
+ *    - Same-run baseline first, on the first `--baseline-sample` tasks, one task at a time and
+ *      alternated task by task: the previous path (the warm gate server with a pytest session per
+ *      verifier run and a python3 per SQLite read) against the current one (the verifier runner,
+ *      SQLite rows read once); their gate verdicts, reference Φ and per-probe verdicts and Φ must be
+ *      identical. `--process-baseline N` adds the original per-process path on the first N (slow).
+ *    - Then throughput: every sampled task on the current path, `--task-concurrency` tasks at a
+ *      time (each running its probes `--probe-concurrency` at a time); seconds per task = wall time
+ *      / tasks, on this machine's cores (the Node process's own CPU per task is printed too).
  * 2. `--per-domain` tasks per domain run in real containers (the image built from the task's
  *    Dockerfile): Φ after every reference step is monotone and ends at 1, the strict verifier
  *    passes, and three shortcuts applied to the solved container (a replaying pipeline, outputs
@@ -33,12 +38,13 @@ import { loadTask } from '../src/core/tasks/load';
 import { runTests } from '../src/core/reward/tests';
 import type { ScaleTier } from '../src/core/synth/types';
 
-const { values } = parseArgs({ options: { count: { type: 'string' }, 'full-sample': { type: 'string' }, 'baseline-sample': { type: 'string' }, 'process-baseline': { type: 'string' }, 'task-concurrency': { type: 'string' }, 'per-domain': { type: 'string' }, concurrency: { type: 'string' }, tier: { type: 'string' } } });
+const { values } = parseArgs({ options: { count: { type: 'string' }, 'full-sample': { type: 'string' }, 'baseline-sample': { type: 'string' }, 'process-baseline': { type: 'string' }, 'task-concurrency': { type: 'string' }, 'probe-concurrency': { type: 'string' }, 'per-domain': { type: 'string' }, concurrency: { type: 'string' }, tier: { type: 'string' } } });
 const COUNT = Number(values.count ?? 1000);
 const FULL = values['full-sample'] === 'all' ? COUNT : Number(values['full-sample'] ?? 7);
 const BASELINE = Number(values['baseline-sample'] ?? 1);
 const PROCESS_BASELINE = Number(values['process-baseline'] ?? 0);
 const TASK_CONCURRENCY = Math.max(1, Number(values['task-concurrency'] ?? 2));
+const PROBE_CONCURRENCY = Math.max(1, Number(values['probe-concurrency'] ?? 2));
 const PER_DOMAIN = Number(values['per-domain'] ?? 20);
 const CONCURRENCY = Math.max(1, Number(values.concurrency ?? 2));
 const TIER = (values.tier ?? 'small') as ScaleTier;
@@ -116,10 +122,11 @@ async function fullGates(tasks: SynthesizedTask[], staticPerTask: number): Promi
   const times: number[] = [];
   let ok = 0, probes = 0, shortcuts = 0, shortcutsAtZero = 0, runner = 0, pytest = 0, next = 0;
   const started = Date.now();
+  const cpu0 = process.cpuUsage();
   await Promise.all(Array.from({ length: Math.min(TASK_CONCURRENCY, sample.length) }, async () => {
     while (next < sample.length) {
       const t = sample[next++];
-      const r = await runGates(t);
+      const r = await runGates(t, { concurrency: PROBE_CONCURRENCY });
       times.push(r.durationMs);
       if (r.passed) ok++;
       else console.log(`  REJECTED ${t.id}: ${r.gates.filter((g) => !g.passed).map((g) => `${g.name}: ${g.detail.slice(0, 200)}`).join(' | ')}`);
@@ -132,8 +139,9 @@ async function fullGates(tasks: SynthesizedTask[], staticPerTask: number): Promi
     }
   }));
   const wall = Date.now() - started;
+  const cpu = process.cpuUsage(cpu0);
   await closeGatePythons();
-  console.log(`  full host gates, ${sample.length} task(s), ${Math.min(TASK_CONCURRENCY, sample.length)} at a time on ${cpus().length} cores: ${s(wall / sample.length)} per task (wall / tasks; one task's own time: median ${s(median(times))}); ${ok}/${sample.length} passed; ${probes} probes, ${shortcutsAtZero}/${shortcuts} shortcuts at Φ = 0 and failing the verifier; verifier runs: ${runner} by the runner, ${pytest} by pytest; load average ${load()}`);
+  console.log(`  full host gates, ${sample.length} task(s), ${Math.min(TASK_CONCURRENCY, sample.length)} at a time (probes ${PROBE_CONCURRENCY} at a time in each) on ${cpus().length} cores: ${s(wall / sample.length)} per task (wall / tasks; one task's own time: median ${s(median(times))}); ${ok}/${sample.length} passed; ${probes} probes, ${shortcutsAtZero}/${shortcuts} shortcuts at Φ = 0 and failing the verifier; verifier runs: ${runner} by the runner, ${pytest} by pytest; the gates' Node process itself used ${s((cpu.user + cpu.system) / 1000 / sample.length)} CPU per task; load average ${load()}`);
   console.log(`  => generation + all gates ≈ ${s(staticPerTask + wall / sample.length)} per task (target ≤ 1 s)`);
 }
 

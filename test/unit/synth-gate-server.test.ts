@@ -104,6 +104,8 @@ describe('the verifier runner decides as pytest does', () => {
         assert.equal(Object.keys(c.pytest).length, 6, `${c.state}: pytest reported all six tests`);
         assert.deepEqual(c.runner, c.pytest, `${c.state}: per-test verdicts`);
         assert.equal(c.runnerPassed, c.pytestPassed, `${c.state}: verdict`);
+        assert.equal(c.gatesVia, 'runner', `${c.state}: the gates used the runner`);
+        assert.equal(c.gatesPassed, c.pytestPassed, `${c.state}: the gates' verdict (runner stopping at the first failure)`);
       }
       assert.ok(comparisons.some((c) => !c.pytestPassed) && comparisons.some((c) => c.pytestPassed), 'both verdicts occur');
     });
@@ -129,6 +131,8 @@ describe('the verifier runner decides as pytest does', () => {
     assert.equal(direct?.passed, false);
     const viaGate = await verifyOnHost(plain.root, plain.app, host, plain.tests);
     assert.equal(viaGate.via, 'runner');
+    assert.deepEqual(viaGate.tests, { test_a: 'passed', test_b: 'failed' }, 'the gates stop at the first failure');
+    assert.equal(viaGate.passed, false);
     const real = await verifyOnHost(plain.root, plain.app, { ...host, verifierRunner: undefined }, plain.tests);
     assert.deepEqual(real.tests, direct?.tests, 'pytest agrees, SystemExit in a test included');
     for (const [name, body] of [['fixture', 'def test_a(tmp_path):\n    pass\n'], ['skip', 'import pytest\n\ndef test_a():\n    pytest.skip("no")\n'], ['marked', 'import pytest\n\n@pytest.mark.xfail\ndef test_a():\n    assert False\n'], ['empty', 'X = 1\n']] as const) {

@@ -75,7 +75,8 @@ export interface GateOptions {
   reuseSqliteReads?: boolean;
 }
 
-export interface VerifierComparison { state: string; pytest: TestOutcomes; runner: TestOutcomes | 'undecided'; pytestPassed: boolean; runnerPassed: boolean }
+/** One verified state in compare mode: real pytest, the runner running every test, and the verdict the gates used (runner stopping at the first failure, or pytest). */
+export interface VerifierComparison { state: string; pytest: TestOutcomes; runner: TestOutcomes | 'undecided'; pytestPassed: boolean; runnerPassed: boolean; gatesPassed: boolean; gatesVia: Verdict['via'] }
 
 /** How the gates start host processes: the interpreter's name and variables added to each process. */
 export interface HostRun { python: string; env: Record<string, string>; verifierRunner?: string; sqliteDigests?: SqliteDigestCache }
@@ -136,10 +137,19 @@ export type TestOutcomes = Record<string, string>;
 
 export interface Verdict { passed: boolean; log: string; via: 'pytest' | 'runner'; tests?: TestOutcomes }
 
+/**
+ * The strict verdict. With the gate server's runner and `testFiles` (the task's tests/ files), the
+ * runner decides where it can: tests/ must be exactly those files (directVerifierFits), and since
+ * they are then the generated verifier — whose every test either passes or raises AssertionError
+ * (each check runs inside `_failure`, which turns any Exception into a message; no test exits the
+ * process, calls pytest.exit or replaces the interpreter) — pytest's exit status is non-zero as soon
+ * as one test fails, so the runner stops at the first failure: the verdict cannot change, and the
+ * hidden suite's pipeline runs are skipped for a workspace that has already failed.
+ */
 export async function verifyOnHost(root: string, app: string, python: string | HostRun = 'python3', testFiles?: FileMap): Promise<Verdict> {
   const host = typeof python === 'string' ? { python, env: {} } : python;
   if (host.verifierRunner && testFiles && (await directVerifierFits(root, testFiles))) {
-    const direct = await verifyWithRunner(root, app, host);
+    const direct = await verifyWithRunner(root, app, host, { stopAtFirstFailure: true });
     if (direct) return direct;
   }
   return verifyWithPytest(root, app, host);
@@ -155,11 +165,11 @@ export async function verifyWithPytest(root: string, app: string, host: HostRun)
 let verdictFiles = 0;
 
 /** The verifier's tests through the gate server's runner; undefined when only pytest can decide. */
-export async function verifyWithRunner(root: string, app: string, host: HostRun): Promise<Verdict | undefined> {
+export async function verifyWithRunner(root: string, app: string, host: HostRun, options: { stopAtFirstFailure?: boolean } = {}): Promise<Verdict | undefined> {
   if (!host.verifierRunner) return undefined;
   const out = join(tmpdir(), `tbrl-verdict-${process.pid}-${++verdictFiles}.json`);
   try {
-    const r = await runProcess([host.python, host.verifierRunner, join(root, 'tests/test_outputs.py'), out], { cwd: app, env: { ...host.env, TBRL_APP: app }, timeoutMs: 300_000 });
+    const r = await runProcess([host.python, host.verifierRunner, join(root, 'tests/test_outputs.py'), out, ...(options.stopAtFirstFailure ? ['--stop-at-first-failure'] : [])], { cwd: app, env: { ...host.env, TBRL_APP: app }, timeoutMs: 300_000 });
     if (r.code !== 0 && r.code !== 1) return undefined;
     const result = JSON.parse(await readFile(out, 'utf8')) as { tests: TestOutcomes; undecided: string | null };
     if (result.undecided !== null) return undefined;
@@ -279,17 +289,19 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
   const verifierRuns: Record<Verdict['via'], number> = { runner: 0, pytest: 0 };
   const comparisons: VerifierComparison[] = [];
   const verify = async (state: string, root: string, app: string): Promise<Verdict> => {
-    // Tests: real pytest on a copy made before the verifier runs (a pipeline may change the workspace).
-    const copy = `${root}-pytest`;
-    if (options.compareVerifiers) await cp(root, copy, { recursive: true, verbatimSymlinks: true });
+    // Tests: real pytest, and the runner running every test, each on a copy made before anything
+    // runs (a pipeline may change the workspace); the gates' own verdict is taken on the original.
+    const copies = [`${root}-pytest`, `${root}-runner`];
+    if (options.compareVerifiers) for (const c of copies) await cp(root, c, { recursive: true, verbatimSymlinks: true });
     const verdict = await verifyOnHost(root, app, host, testFiles);
     verifierRuns[verdict.via]++;
     if (options.compareVerifiers) {
       try {
-        const viaPytest = await verifyWithPytest(copy, join(copy, 'app'), host);
-        comparisons.push({ state, pytest: viaPytest.tests ?? {}, runner: verdict.via === 'runner' ? verdict.tests ?? {} : 'undecided', pytestPassed: viaPytest.passed, runnerPassed: verdict.passed });
+        const viaPytest = await verifyWithPytest(copies[0], join(copies[0], 'app'), host);
+        const everyTest = await verifyWithRunner(copies[1], join(copies[1], 'app'), host);
+        comparisons.push({ state, pytest: viaPytest.tests ?? {}, runner: everyTest?.tests ?? 'undecided', pytestPassed: viaPytest.passed, runnerPassed: everyTest?.passed ?? !viaPytest.passed, gatesPassed: verdict.passed, gatesVia: verdict.via });
       } finally {
-        await rm(copy, { recursive: true, force: true });
+        for (const c of copies) await rm(c, { recursive: true, force: true });
       }
     }
     return verdict;

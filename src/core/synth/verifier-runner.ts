@@ -22,9 +22,10 @@ export const VERIFIER_UNDECIDED = 3;
 
 export const VERIFIER_RUNNER_PY = String.raw`"""Runs a pytest test file's module-level test functions as pytest would, or exits 3 (undecided).
 
-Usage: python3 verifier_runner.py TEST_FILE RESULT_JSON
+Usage: python3 verifier_runner.py TEST_FILE RESULT_JSON [--stop-at-first-failure]
 Writes {"tests": {name: "passed"|"failed"}, "undecided": reason|null} to RESULT_JSON; exit 0 when every
-test passed, 1 when one failed, 3 when only real pytest can say.
+test passed, 1 when one failed, 3 when only real pytest can say. With --stop-at-first-failure the
+tests after the first failure are not run (the caller knows the verdict cannot change: see gates.ts).
 """
 import importlib.util
 import inspect
@@ -67,7 +68,7 @@ def collect(module):
     return items
 
 
-def main(test_file, result_path):
+def main(test_file, result_path, stop_early=False):
     result = {"tests": {}, "undecided": None}
     code = 0
     try:
@@ -114,6 +115,8 @@ def main(test_file, result_path):
                     code = 1
                 finally:
                     os.environ.pop("PYTEST_CURRENT_TEST", None)
+                if code == 1 and stop_early:
+                    break
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -128,5 +131,5 @@ def main(test_file, result_path):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1], sys.argv[2], "--stop-at-first-failure" in sys.argv[3:]))
 `;
