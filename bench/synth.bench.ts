@@ -1,18 +1,23 @@
 /**
  * Tev synthesis at corpus scale (issue #20).
  *
- *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7] [--baseline-sample 1] [--per-domain 20] [--concurrency 2] [--tier small]
+ *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7|all] [--baseline-sample 1] [--process-baseline 0]
+ *       [--task-concurrency 2] [--probe-concurrency 2] [--per-domain 20] [--concurrency 2] [--tier small]
  *
  * 1. `--count` tasks across the seven domains (round robin, seeds 1..count) at the small tier:
  *    generation + the static gates (round trip, reversible faults, share-no-code, no-leak) per
  *    task, the gate pass rate and the median horizon. Baseline in the same run: generation alone.
- *    Then the full host gates (reference steps graded by both graders, pytest on the strict
- *    verifier, every gaming probe) on `--full-sample` of those tasks, one per domain first.
- *    Target: ≤ 1 s per task for generation + all gates, excluding image builds. The full gates run
- *    on the warm gate server (gate-server.ts: every python3 forked from one interpreter that has
- *    pytest imported, probes two at a time); baseline in the same run: the original per-process
- *    path (`runner: 'process'`) on the first `--baseline-sample` tasks, whose per-probe verdicts
- *    and Φ must equal the warm path's.
+ *    Then the full host gates (reference steps graded by both graders, the strict verifier, every
+ *    gaming probe) on `--full-sample` of those tasks (`all`: every one), one per domain first.
+ *    Target: ≤ 1 s per task for generation + all gates, excluding image builds.
+ *    - Same-run baseline first, on the first `--baseline-sample` tasks, one task at a time and
+ *      alternated task by task: the previous path (the warm gate server with a pytest session per
+ *      verifier run and a python3 per SQLite read) against the current one (the verifier runner,
+ *      SQLite rows read once); their gate verdicts, reference Φ and per-probe verdicts and Φ must be
+ *      identical. `--process-baseline N` adds the original per-process path on the first N (slow).
+ *    - Then throughput: every sampled task on the current path, `--task-concurrency` tasks at a
+ *      time (each running its probes `--probe-concurrency` at a time); seconds per task = wall time
+ *      / tasks, on this machine's cores (the Node process's own CPU per task is printed too).
  * 2. `--per-domain` tasks per domain run in real containers (the image built from the task's
  *    Dockerfile): Φ after every reference step is monotone and ends at 1, the strict verifier
  *    passes, and three shortcuts applied to the solved container (a replaying pipeline, outputs
@@ -20,7 +25,7 @@
  */
 import { parseArgs } from 'node:util';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DOMAINS } from '../src/core/synth/domains';
 import { synthesize, type SynthesizedTask } from '../src/core/synth/generate';
@@ -33,10 +38,13 @@ import { loadTask } from '../src/core/tasks/load';
 import { runTests } from '../src/core/reward/tests';
 import type { ScaleTier } from '../src/core/synth/types';
 
-const { values } = parseArgs({ options: { count: { type: 'string' }, 'full-sample': { type: 'string' }, 'baseline-sample': { type: 'string' }, 'per-domain': { type: 'string' }, concurrency: { type: 'string' }, tier: { type: 'string' } } });
+const { values } = parseArgs({ options: { count: { type: 'string' }, 'full-sample': { type: 'string' }, 'baseline-sample': { type: 'string' }, 'process-baseline': { type: 'string' }, 'task-concurrency': { type: 'string' }, 'probe-concurrency': { type: 'string' }, 'per-domain': { type: 'string' }, concurrency: { type: 'string' }, tier: { type: 'string' } } });
 const COUNT = Number(values.count ?? 1000);
-const FULL = Number(values['full-sample'] ?? 7);
+const FULL = values['full-sample'] === 'all' ? COUNT : Number(values['full-sample'] ?? 7);
 const BASELINE = Number(values['baseline-sample'] ?? 1);
+const PROCESS_BASELINE = Number(values['process-baseline'] ?? 0);
+const TASK_CONCURRENCY = Math.max(1, Number(values['task-concurrency'] ?? 2));
+const PROBE_CONCURRENCY = Math.max(1, Number(values['probe-concurrency'] ?? 2));
 const PER_DOMAIN = Number(values['per-domain'] ?? 20);
 const CONCURRENCY = Math.max(1, Number(values.concurrency ?? 2));
 const TIER = (values.tier ?? 'small') as ScaleTier;
@@ -65,52 +73,76 @@ async function corpus(): Promise<void> {
   console.log(`  generation + static gates:         ${s(withStatic / COUNT)} per task (${(withStatic / Math.max(1, genOnly)).toFixed(2)}x the baseline)`);
   console.log(`  static gate pass rate:             ${passed}/${COUNT} (${((100 * passed) / COUNT).toFixed(1)}%)`);
   console.log(`  median horizon:                    ${median(horizons)} stages (range ${Math.min(...horizons)}–${Math.max(...horizons)}), ${median(workloads)} est. actions`);
-  if (FULL > 0) {
-    // One per domain first, then further tasks of the plan.
-    const sample = tasks.slice(0, Math.min(FULL, tasks.length));
-    const a0 = Date.now();
-    const server = await sharedGatePython();
-    const serverStart = Date.now() - a0;
-    const times: number[] = [];
-    const reports: GateReport[] = [];
-    let ok = 0;
-    let probes = 0;
-    let shortcutsAtZero = 0;
-    let shortcuts = 0;
-    for (const t of sample) {
+  if (FULL > 0) await fullGates(tasks, withStatic / COUNT);
+}
+
+/** Full host gates on a sample of the corpus: the current path for throughput, previous paths as same-run baselines. */
+async function fullGates(tasks: SynthesizedTask[], staticPerTask: number): Promise<void> {
+  // One per domain first (the plan is round robin), then further tasks of the plan.
+  const sample = tasks.slice(0, Math.min(FULL, tasks.length));
+  const a0 = Date.now();
+  const server = await sharedGatePython();
+  const serverStart = Date.now() - a0;
+  const verdicts = (g: GateReport) => JSON.stringify({ passed: g.passed, phi: g.referencePhi, probes: g.probes, gates: g.gates.map((x) => [x.name, x.passed]) });
+  const load = () => loadavg().map((x) => x.toFixed(1)).join(' ');
+  console.log(`  full host gates (warm gate server: ${server.mode}, started once in ${s(serverStart)}; verifier runner ${server.verifierRunner ? 'on' : 'off: pytest sessions'}); load average ${load()}`);
+
+  // 1. Same-run baseline, alternated task by task on the first BASELINE tasks, one task at a time:
+  //    the previous path (a pytest session per verifier run) and the current one, on the same task.
+  const pairs: { previous: number; current: number }[] = [];
+  let same = 0;
+  for (const t of sample.slice(0, BASELINE)) {
+    const order = pairs.length % 2 === 0 ? (['previous', 'current'] as const) : (['current', 'previous'] as const);
+    const ms: Record<string, number> = {};
+    const reports: Record<string, GateReport> = {};
+    for (const path of order) {
       const a = Date.now();
-      const r = await runGates(t);
-      times.push(Date.now() - a);
-      reports.push(r);
+      reports[path] = await runGates(t, path === 'previous' ? { verifier: 'pytest', reuseSqliteReads: false } : {});
+      ms[path] = Date.now() - a;
+    }
+    pairs.push({ previous: ms.previous, current: ms.current });
+    if (verdicts(reports.previous) === verdicts(reports.current)) same++;
+    else console.log(`  DIFFERENT ${t.id}: previous ${verdicts(reports.previous)} vs current ${verdicts(reports.current)}`);
+    console.log(`    ${t.id}: previous path ${s(ms.previous)} (${reports.previous.verifierRuns?.pytest} pytest sessions), current ${s(ms.current)} (${reports.current.verifierRuns?.runner} runner / ${reports.current.verifierRuns?.pytest} pytest), ${(ms.previous / Math.max(1, ms.current)).toFixed(2)}x`);
+  }
+  if (pairs.length > 0) {
+    const prev = pairs.reduce((x, p) => x + p.previous, 0) / pairs.length;
+    const cur = pairs.reduce((x, p) => x + p.current, 0) / pairs.length;
+    console.log(`  previous path (pytest sessions) vs current, one task at a time, alternated, ${pairs.length} task(s): ${s(prev)} vs ${s(cur)} per task, ${(prev / Math.max(1, cur)).toFixed(2)}x; identical gate results on ${same}/${pairs.length}; load average ${load()}`);
+  }
+  for (const t of sample.slice(0, PROCESS_BASELINE)) {
+    const a = Date.now();
+    const r = await runGates(t, { runner: 'process' });
+    const cur = await runGates(t);
+    console.log(`    ${t.id}: original per-process path ${s(Date.now() - a - cur.durationMs)}, current ${s(cur.durationMs)}; identical gate results: ${verdicts(r) === verdicts(cur)}`);
+  }
+
+  // 2. Throughput: every sampled task, TASK_CONCURRENCY tasks at a time (each runs its probes two at
+  //    a time); seconds per task = wall time / tasks.
+  const times: number[] = [];
+  let ok = 0, probes = 0, shortcuts = 0, shortcutsAtZero = 0, runner = 0, pytest = 0, next = 0;
+  const started = Date.now();
+  const cpu0 = process.cpuUsage();
+  await Promise.all(Array.from({ length: Math.min(TASK_CONCURRENCY, sample.length) }, async () => {
+    while (next < sample.length) {
+      const t = sample[next++];
+      const r = await runGates(t, { concurrency: PROBE_CONCURRENCY });
+      times.push(r.durationMs);
       if (r.passed) ok++;
       else console.log(`  REJECTED ${t.id}: ${r.gates.filter((g) => !g.passed).map((g) => `${g.name}: ${g.detail.slice(0, 200)}`).join(' | ')}`);
       probes += r.probes.length;
       shortcuts += r.probes.filter((p) => p.kind === 'shortcut').length;
       shortcutsAtZero += r.probes.filter((p) => p.kind === 'shortcut' && p.phi === 0 && !p.verifierPassed).length;
-      console.log(`    ${t.id}: ${s(times.at(-1)!)} (${r.probes.length} probes)`);
+      runner += r.verifierRuns?.runner ?? 0;
+      pytest += r.verifierRuns?.pytest ?? 0;
+      if (times.length % 10 === 0 || sample.length <= 14) console.log(`    ${times.length}/${sample.length} ${t.id}: ${s(r.durationMs)} (${r.probes.length} probes); ${s((Date.now() - started) / times.length)} per task so far, load average ${load()}`);
     }
-    const total = times.reduce((x, y) => x + y, 0);
-    console.log(`  full host gates, warm gate server (${server.mode}; started once in ${s(serverStart)}), ${sample.length} task(s): ${s(total / sample.length)} per task (median ${s(median(times))}); ${ok}/${sample.length} passed; ${probes} probes, ${shortcutsAtZero}/${shortcuts} shortcuts at Φ = 0 and failing the verifier`);
-    if (BASELINE > 0) {
-      const base = sample.slice(0, Math.min(BASELINE, sample.length));
-      const baseTimes: number[] = [];
-      let same = 0;
-      for (const [i, t] of base.entries()) {
-        const a = Date.now();
-        const r = await runGates(t, { runner: 'process' });
-        baseTimes.push(Date.now() - a);
-        const verdicts = (g: GateReport) => JSON.stringify({ passed: g.passed, phi: g.referencePhi, probes: g.probes, gates: g.gates.map((x) => [x.name, x.passed]) });
-        if (verdicts(r) === verdicts(reports[i])) same++;
-        else console.log(`  DIFFERENT ${t.id}: process ${verdicts(r)} vs warm ${verdicts(reports[i])}`);
-        console.log(`    ${t.id} (per-process baseline): ${s(baseTimes.at(-1)!)}`);
-      }
-      const baseMean = baseTimes.reduce((x, y) => x + y, 0) / base.length;
-      const warmMean = times.slice(0, base.length).reduce((x, y) => x + y, 0) / base.length;
-      console.log(`  per-process path (baseline) on the first ${base.length}: ${s(baseMean)} per task vs warm ${s(warmMean)} on the same tasks: ${(baseMean / Math.max(1, warmMean)).toFixed(1)}x faster; identical gate results on ${same}/${base.length}`);
-    }
-    await closeGatePythons();
-    console.log(`  => generation + all gates ≈ ${s(withStatic / COUNT + total / sample.length)} per task (target ≤ 1 s)`);
-  }
+  }));
+  const wall = Date.now() - started;
+  const cpu = process.cpuUsage(cpu0);
+  await closeGatePythons();
+  console.log(`  full host gates, ${sample.length} task(s), ${Math.min(TASK_CONCURRENCY, sample.length)} at a time (probes ${PROBE_CONCURRENCY} at a time in each) on ${cpus().length} cores: ${s(wall / sample.length)} per task (wall / tasks; one task's own time: median ${s(median(times))}); ${ok}/${sample.length} passed; ${probes} probes, ${shortcutsAtZero}/${shortcuts} shortcuts at Φ = 0 and failing the verifier; verifier runs: ${runner} by the runner, ${pytest} by pytest; the gates' Node process itself used ${s((cpu.user + cpu.system) / 1000 / sample.length)} CPU per task; load average ${load()}`);
+  console.log(`  => generation + all gates ≈ ${s(staticPerTask + wall / sample.length)} per task (target ≤ 1 s)`);
 }
 
 async function containers(): Promise<void> {

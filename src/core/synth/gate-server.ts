@@ -5,6 +5,7 @@ import { chmod, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { runProcess } from './host';
+import { VERIFIER_RUNNER_PY } from './verifier-runner';
 
 /**
  * The gate server: a warm python3 for the host gates (issue #20). Every gate program is a python3
@@ -26,6 +27,12 @@ export interface GatePython {
   env: Record<string, string>;
   /** How programs are run: 'warm' (forked from the server) or 'direct' (the real interpreter, no shim). */
   mode: 'warm' | 'direct';
+  /**
+   * The verifier runner (verifier-runner.ts) written next to the server, when the server is warm and
+   * no pytest plugin is installed (an entry-point plugin could change what pytest decides, and the
+   * runner does not load plugins); absent otherwise, and the gates run pytest.
+   */
+  verifierRunner?: string;
   close(): Promise<void>;
 }
 
@@ -370,9 +377,17 @@ export async function startGatePython(python = 'python3'): Promise<GatePython> {
     await cleanup();
     return direct;
   }
+  // pytest loads installed plugins through the pytest11 entry points; the runner does not.
+  const plugins = await runProcess([join(clientDir, 'python3'), '-c', 'import importlib.metadata as m; print(len(list(m.entry_points(group="pytest11"))))'], { env });
+  let verifierRunner: string | undefined;
+  if (plugins.code === 0 && plugins.stdout.trim() === '0') {
+    verifierRunner = join(home, 'verifier_runner.py');
+    await writeFile(verifierRunner, VERIFIER_RUNNER_PY);
+  }
   return {
     env,
     mode: 'warm',
+    verifierRunner,
     close: async () => {
       process.removeListener('exit', onExit);
       await cleanup();

@@ -1,4 +1,5 @@
-import { chmod, cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { isDeepStrictEqual } from 'node:util';
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../errors';
@@ -10,9 +11,10 @@ import { startGatePython, type GatePython } from './gate-server';
 import { runProcess, scratchDir, writeFiles } from './host';
 import { checkNoSharedCode, type ShareFinding } from './noshare';
 import { buildProbes, type Probe, type ProbeKind } from './probes';
+import type { FileMap } from './types';
 import { BUILD_DB_SCRIPT, dimBBuilt, dimBSource, elfBytes, parseDimBRows, parseWorld, safetensorsBytes } from './render';
 import { SOLVER_PRELUDE } from './solver-program';
-import { gradeInTypeScript } from './ts-grader';
+import { gradeInTypeScript, type SqliteDigestCache } from './ts-grader';
 
 /**
  * Generation-time gates, run on the host in a scratch directory with python3: the rendered
@@ -34,6 +36,9 @@ export interface GateReport {
   referencePhi: number[];
   probes: ProbeResult[];
   durationMs: number;
+  /** How many verifier runs went through the runner and how many through a pytest session (how it ran, not what it found: not written into gates.json). */
+  verifierRuns?: { runner: number; pytest: number };
+  verifierComparisons?: VerifierComparison[];
 }
 
 export interface GradeResult { phi: number; credit: Record<string, number>; gated: Record<string, number> }
@@ -51,10 +56,30 @@ export interface GateOptions {
   runner?: 'warm' | 'process';
   /** Probes run at once on the warm runner (each in its own workspace); default 2. */
   concurrency?: number;
+  /**
+   * How the warm runner runs the strict verifier: 'runner' (default) calls its test functions
+   * through the gate server's verifier runner (verifier-runner.ts) wherever pytest's result is
+   * certain, and pytest elsewhere; 'pytest' always starts a pytest session. The process runner
+   * always uses pytest.
+   */
+  verifier?: 'runner' | 'pytest';
+  /**
+   * Tests: at every verifier run, also run real pytest on a copy of the same workspace and record
+   * both per-test outcomes in `GateReport.verifierComparisons` (slow; the runner must agree).
+   */
+  compareVerifiers?: boolean;
+  /**
+   * The TypeScript grader reads each distinct SQLite file's rows once per gate run (default true on
+   * the warm runner) instead of starting a python3 per grading; false is the previous path.
+   */
+  reuseSqliteReads?: boolean;
 }
 
+/** One verified state in compare mode: real pytest, the runner running every test, and the verdict the gates used (runner stopping at the first failure, or pytest). */
+export interface VerifierComparison { state: string; pytest: TestOutcomes; runner: TestOutcomes | 'undecided'; pytestPassed: boolean; runnerPassed: boolean; gatesPassed: boolean; gatesVia: Verdict['via'] }
+
 /** How the gates start host processes: the interpreter's name and variables added to each process. */
-export interface HostRun { python: string; env: Record<string, string> }
+export interface HostRun { python: string; env: Record<string, string>; verifierRunner?: string; sqliteDigests?: SqliteDigestCache }
 
 const gatePythons = new Map<string, Promise<GatePython>>();
 
@@ -100,17 +125,91 @@ export async function gradeOnHost(t: SynthesizedTask, root: string, app: string,
   const ts = potential(t.contract, parsed.credit);
   if (Math.abs(ts - parsed.phi) > 1e-9) throw new Error(`grader printed Φ=${parsed.phi} but its credits give Φ=${ts}`);
   // And an independent TypeScript grader must give the same credit on the same workspace.
-  const own = await gradeInTypeScript(t, app, host.env);
+  const own = await gradeInTypeScript(t, app, host.env, host.sqliteDigests);
   for (const n of t.contract.nodes) {
     if (Math.abs(own.credit[n.id] - parsed.credit[n.id]) > 1e-9) throw new Error(`graders disagree on node ${n.id}: progress.py gives ${parsed.credit[n.id]}, the TypeScript grader ${own.credit[n.id]}`);
   }
   return parsed;
 }
 
-export async function verifyOnHost(root: string, app: string, python: string | HostRun = 'python3'): Promise<{ passed: boolean; log: string }> {
+/** Per-test outcome of the strict verifier ("passed" / "failed"), as pytest's -rA summary or the runner reports it. */
+export type TestOutcomes = Record<string, string>;
+
+export interface Verdict { passed: boolean; log: string; via: 'pytest' | 'runner'; tests?: TestOutcomes }
+
+/**
+ * The strict verdict. With the gate server's runner and `testFiles` (the task's tests/ files), the
+ * runner decides where it can: tests/ must be exactly those files (directVerifierFits), and since
+ * they are then the generated verifier — whose every test either passes or raises AssertionError
+ * (each check runs inside `_failure`, which turns any Exception into a message; no test exits the
+ * process, calls pytest.exit or replaces the interpreter) — pytest's exit status is non-zero as soon
+ * as one test fails, so the runner stops at the first failure: the verdict cannot change, and the
+ * hidden suite's pipeline runs are skipped for a workspace that has already failed.
+ */
+export async function verifyOnHost(root: string, app: string, python: string | HostRun = 'python3', testFiles?: FileMap): Promise<Verdict> {
   const host = typeof python === 'string' ? { python, env: {} } : python;
+  if (host.verifierRunner && testFiles && (await directVerifierFits(root, testFiles))) {
+    const direct = await verifyWithRunner(root, app, host, { stopAtFirstFailure: true });
+    if (direct) return direct;
+  }
+  return verifyWithPytest(root, app, host);
+}
+
+export async function verifyWithPytest(root: string, app: string, host: HostRun): Promise<Verdict> {
   const r = await runProcess([host.python, '-m', 'pytest', '-p', 'no:cacheprovider', '-c', join(root, 'tests/pytest.ini'), '--rootdir', join(root, 'tests'), '-q', '-rA', join(root, 'tests/test_outputs.py')], { cwd: app, env: { ...host.env, TBRL_APP: app }, timeoutMs: 300_000 });
-  return { passed: r.code === 0, log: r.stdout + r.stderr };
+  const tests: TestOutcomes = {};
+  for (const m of r.stdout.matchAll(/^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) \S*::(\w+)/gm)) tests[m[2]] = m[1].toLowerCase();
+  return { passed: r.code === 0, log: r.stdout + r.stderr, via: 'pytest', tests };
+}
+
+let verdictFiles = 0;
+
+/** The verifier's tests through the gate server's runner; undefined when only pytest can decide. */
+export async function verifyWithRunner(root: string, app: string, host: HostRun, options: { stopAtFirstFailure?: boolean } = {}): Promise<Verdict | undefined> {
+  if (!host.verifierRunner) return undefined;
+  const out = join(tmpdir(), `tbrl-verdict-${process.pid}-${++verdictFiles}.json`);
+  try {
+    const r = await runProcess([host.python, host.verifierRunner, join(root, 'tests/test_outputs.py'), out, ...(options.stopAtFirstFailure ? ['--stop-at-first-failure'] : [])], { cwd: app, env: { ...host.env, TBRL_APP: app }, timeoutMs: 300_000 });
+    if (r.code !== 0 && r.code !== 1) return undefined;
+    const result = JSON.parse(await readFile(out, 'utf8')) as { tests: TestOutcomes; undecided: string | null };
+    if (result.undecided !== null) return undefined;
+    const passed = r.code === 0 && Object.values(result.tests).every((o) => o === 'passed');
+    return { passed, log: Object.entries(result.tests).map(([n, o]) => `${o.toUpperCase()} ${n}`).join('\n') + r.stderr, via: 'runner', tests: result.tests };
+  } catch {
+    return undefined;
+  } finally {
+    await rm(out, { force: true });
+  }
+}
+
+/**
+ * Whether pytest would see nothing but the verifier the task ships: root/tests holds exactly the
+ * task's test files, byte for byte (no conftest.py, no __init__.py, no other test file; pytest's own
+ * __pycache__ aside), and the pytest.ini given with -c sets no option. With -c and --rootdir on the
+ * command line, that is all pytest reads (conftest.py is looked up only from the ini's directory
+ * down); installed plugins and PYTEST_ADDOPTS are checked by the server and the runner.
+ */
+async function directVerifierFits(root: string, testFiles: FileMap): Promise<boolean> {
+  const dir = join(root, 'tests');
+  const present: string[] = [];
+  const walk = async (rel: string): Promise<void> => {
+    for (const e of await readdir(join(dir, rel), { withFileTypes: true })) {
+      const p = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) { if (e.name !== '__pycache__') await walk(p); } else present.push(`tests/${p}`);
+    }
+  };
+  try {
+    await walk('');
+  } catch {
+    return false;
+  }
+  const wanted = Object.keys(testFiles).filter((p) => p.startsWith('tests/')).sort();
+  if (!isDeepStrictEqual(present.sort(), wanted)) return false;
+  for (const p of wanted) {
+    if ((await readFile(join(root, p), 'utf8').catch(() => undefined)) !== testFiles[p]) return false;
+  }
+  const ini = testFiles['tests/pytest.ini'] ?? '';
+  return ini.split('\n').every((l) => /^\s*(\[pytest\])?\s*([#;].*)?$/.test(l));
 }
 
 async function runStep(app: string, script: string, host: HostRun): Promise<void> {
@@ -179,7 +278,34 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
   const started = Date.now();
   const python = options.python ?? 'python3';
   const warm = (options.runner ?? 'warm') === 'warm';
-  const host: HostRun = { python, env: warm ? (await sharedGatePython(python)).env : {} };
+  const server = warm ? await sharedGatePython(python) : undefined;
+  const host: HostRun = {
+    python,
+    env: server?.env ?? {},
+    verifierRunner: (options.verifier ?? 'runner') === 'runner' ? server?.verifierRunner : undefined,
+    sqliteDigests: warm && options.reuseSqliteReads !== false ? new Map() : undefined,
+  };
+  const testFiles: FileMap = Object.fromEntries(Object.entries(t.taskFiles).filter(([p]) => p.startsWith('tests/')));
+  const verifierRuns: Record<Verdict['via'], number> = { runner: 0, pytest: 0 };
+  const comparisons: VerifierComparison[] = [];
+  const verify = async (state: string, root: string, app: string): Promise<Verdict> => {
+    // Tests: real pytest, and the runner running every test, each on a copy made before anything
+    // runs (a pipeline may change the workspace); the gates' own verdict is taken on the original.
+    const copies = [`${root}-pytest`, `${root}-runner`];
+    if (options.compareVerifiers) for (const c of copies) await cp(root, c, { recursive: true, verbatimSymlinks: true });
+    const verdict = await verifyOnHost(root, app, host, testFiles);
+    verifierRuns[verdict.via]++;
+    if (options.compareVerifiers) {
+      try {
+        const viaPytest = await verifyWithPytest(copies[0], join(copies[0], 'app'), host);
+        const everyTest = await verifyWithRunner(copies[1], join(copies[1], 'app'), host);
+        comparisons.push({ state, pytest: viaPytest.tests ?? {}, runner: everyTest?.tests ?? 'undecided', pytestPassed: viaPytest.passed, runnerPassed: everyTest?.passed ?? !viaPytest.passed, gatesPassed: verdict.passed, gatesVia: verdict.via });
+      } finally {
+        for (const c of copies) await rm(c, { recursive: true, force: true });
+      }
+    }
+    return verdict;
+  };
   const gates = staticGates(t);
   const referencePhi: number[] = [];
   const probes: ProbeResult[] = [];
@@ -218,7 +344,7 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
         gates.push({ name: 'phi-partial-inside', passed: inside, detail: inside ? 'every partial state has 0 < Φ < 1' : `partial states: ${partial.join(', ')}` });
         const final = referencePhi[referencePhi.length - 1];
         gates.push({ name: 'reference-phi-1', passed: Math.abs(final - 1) < 1e-9, detail: `Φ(s_T) = ${final}` });
-        const verdict = await verifyOnHost(root, app, host);
+        const verdict = await verify('reference', root, app);
         referenceRoot = root;
         gates.push({ name: 'reference-passes', passed: verdict.passed, detail: verdict.passed ? 'strict verifier passes the reference' : verdict.log.slice(-1200) });
       } catch (err) {
@@ -240,7 +366,7 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
         } else app = await fresh(root);
         await applyProbe(app, probe, host);
         const phi = (await gradeOnHost(t, root, app, host)).phi;
-        const verdict = await verifyOnHost(root, app, host);
+        const verdict = await verify(probe.name, root, app);
         outcomes[index].result = { name: probe.name, kind: probe.kind, verifierPassed: verdict.passed, phi };
       } catch (err) {
         outcomes[index].error = `${probe.name}: ${errorMessage(err)}`;
@@ -288,7 +414,7 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
   } finally {
     await scratch.dispose();
   }
-  return { task: t.id, passed: gates.every((g) => g.passed), gates, referencePhi, probes, durationMs: Date.now() - started };
+  return { task: t.id, passed: gates.every((g) => g.passed), gates, referencePhi, probes, durationMs: Date.now() - started, verifierRuns, ...(options.compareVerifiers ? { verifierComparisons: comparisons } : {}) };
 }
 
 /** The binary built from its text source (SQLite or safetensors) holds exactly the rows the source declares. */

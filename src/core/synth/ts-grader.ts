@@ -87,14 +87,28 @@ async function walk(dir: string): Promise<string[]> {
   return out;
 }
 
-/** Rows of one SQLite table: there is no SQLite binding in this Node, so python3's module reads it. */
-async function sqliteDigest(path: string, table: string, columns: string[], env: Record<string, string> = {}): Promise<string | undefined> {
+/** Row digests already read, by the database file's content hash, table and columns (see sqliteDigest). */
+export type SqliteDigestCache = Map<string, string>;
+
+/**
+ * Rows of one SQLite table: there is no SQLite binding in this Node, so python3's module reads it.
+ * The rows are a function of the file's bytes (a -wal or -journal file beside it would change that, but
+ * inputsIntact fails on any file not shipped before it reads a table), so with a `cache` a digest is
+ * read once per distinct database file (every untouched workspace of a task holds the same bytes)
+ * rather than by a python3 per grading.
+ */
+async function sqliteDigest(path: string, table: string, columns: string[], env: Record<string, string> = {}, cache?: SqliteDigestCache): Promise<string | undefined> {
+  const bytes = cache ? await readFile(path).catch(() => undefined) : undefined;
+  const key = bytes ? `${sha(bytes)}\0${table}\0${columns.join(',')}` : undefined;
+  if (key && cache?.has(key)) return cache.get(key);
   const r = await runProcess(['python3', '-c', 'import json,sqlite3,sys\nc=sqlite3.connect("file:"+sys.argv[1]+"?mode=ro",uri=True)\nprint(json.dumps([[str(v) for v in row] for row in c.execute(sys.argv[2]).fetchall()]))', path, `SELECT ${columns.join(', ')} FROM ${table} ORDER BY rowid`], { env });
-  if (r.code !== 0) return undefined;
-  return sha((JSON.parse(r.stdout) as string[][]).map((row) => row.join('\t')).join('\n'));
+  const digest = r.code === 0 ? sha((JSON.parse(r.stdout) as string[][]).map((row) => row.join('\t')).join('\n')) : undefined;
+  // Only successful reads are kept: a failure may be the host's (a process limit), not the file's.
+  if (digest !== undefined && key) cache?.set(key, digest);
+  return digest;
 }
 
-export async function inputsIntact(dataDir: string, digest: DataDigest, env: Record<string, string> = {}): Promise<boolean> {
+export async function inputsIntact(dataDir: string, digest: DataDigest, env: Record<string, string> = {}, cache?: SqliteDigestCache): Promise<boolean> {
   const present = (await walk(dataDir)).map((p) => relative(dataDir, p).split(sep).join('/')).sort();
   const declared = [...Object.keys(digest.files), ...Object.keys(digest.tables)].sort();
   if (!isDeepStrictEqual(present, declared)) return false;
@@ -103,7 +117,7 @@ export async function inputsIntact(dataDir: string, digest: DataDigest, env: Rec
     if (!buf || sha(buf) !== want) return false;
   }
   for (const [rel, t] of Object.entries(digest.tables)) {
-    if ((await sqliteDigest(join(dataDir, rel), t.table, t.columns, env)) !== t.digest) return false;
+    if ((await sqliteDigest(join(dataDir, rel), t.table, t.columns, env, cache)) !== t.digest) return false;
   }
   return true;
 }
@@ -164,8 +178,8 @@ function tracksHoldout(role: Role, held: unknown, full: unknown, wantFull: unkno
   return !(held as string[]).slice(1).some((line) => gone.has(line));
 }
 
-/** `env`: variables added to the processes it starts (the gate server's PATH). */
-export async function gradeInTypeScript(t: SynthesizedTask, app: string, env: Record<string, string> = {}): Promise<TsGrade> {
+/** `env`: variables added to the processes it starts (the gate server's PATH); `cache`: SQLite row digests already read. */
+export async function gradeInTypeScript(t: SynthesizedTask, app: string, env: Record<string, string> = {}, cache?: SqliteDigestCache): Promise<TsGrade> {
   const progress = JSON.parse(t.taskFiles['tests/progress.json']) as { inputs: DataDigest; expected_holdout: Record<Role, unknown>; pipeline: { expected_report: Table } };
   const e = t.expected;
   const seen = {} as Record<Role, unknown>;
@@ -174,7 +188,7 @@ export async function gradeInTypeScript(t: SynthesizedTask, app: string, env: Re
     seen[role] = await readRole(join(app, t.spec.out[role]), role);
     artifact[role] = role === 'summary' ? summaryCredit(seen[role], e.summary as unknown as Record<string, number>) : tableCredit(seen[role] as string[] | undefined, e[role]);
   }
-  const intact = await inputsIntact(join(app, 'data'), progress.inputs, env);
+  const intact = await inputsIntact(join(app, 'data'), progress.inputs, env, cache);
   const hasEntry = await stat(join(app, PIPELINE_ENTRY)).then((s) => s.isFile(), () => false);
   const runs = intact && hasEntry && Math.max(...Object.values(artifact)) > 0 ? await rerunEntry(t, app, env) : undefined;
   const credit: Record<string, number> = {};

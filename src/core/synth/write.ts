@@ -48,8 +48,11 @@ export async function writeSynthesizedTask(t: SynthesizedTask, outDir: string, f
 }
 
 /** The gate report without timings, so the same seed writes byte-identical files. */
-export function stableReport(report: GateReport): Omit<GateReport, 'durationMs'> {
-  const { durationMs: _omit, ...rest } = report;
+export function stableReport(report: GateReport): Omit<GateReport, 'durationMs' | 'verifierRuns' | 'verifierComparisons'> {
+  // How the gates ran (time, which verifier path) is not part of what they found.
+  const { durationMs: _omit, verifierRuns: _runs, verifierComparisons: _comparisons, ...rest } = report;
   void _omit;
+  void _runs;
+  void _comparisons;
   return rest;
 }
