@@ -66,6 +66,7 @@ describe('sandbox disk limit (watchdog on overlay2/ext4)', () => {
   it('stops a double-forked background filler and says so in the next result', async () => {
     const sb = await provider.create({ image, runId, limits });
     open.push(sb);
+    await sb.exec('export KEEP=before');
     const started = await sb.exec('(dd if=/dev/zero of=/bgfill bs=1M count=10000 2>/dev/null &) ; echo started');
     assert.equal(started.output, 'started\n');
     let r = await sb.exec('sleep 1');
@@ -77,7 +78,8 @@ describe('sandbox disk limit (watchdog on overlay2/ext4)', () => {
     assert.equal(dd.output.trim(), 'dd:0');
     const rm = await sb.exec('rm /bgfill && echo ok');
     assert.equal(rm.output, 'ok\n');
-    // The shell survived the kill: it is the same process and still keeps state.
-    assert.equal((await sb.exec('export KEEP=1; echo $KEEP')).output, '1\n');
+    // The shell survived the kill and so did its state: a stop that lands while the killed command
+    // saves it waits for the save (kill-script.ts), instead of leaving truncated files behind.
+    assert.equal((await sb.exec('echo $KEEP; wc -c < "$__tbrl_d/saving"')).output, 'before\n0\n');
   });
 });

@@ -5,15 +5,22 @@
  * up the pids limit and nothing can fork.
  *
  * Modes:
- *   children <shellPid> <minStartTicks>  kill every child of the persistent shell that started at or
+ *   children <shellPid> <minStartTicks> [<stateDir>]
+ *                                         kill every child of the persistent shell that started at or
  *                                         after the given /proc starttime, with its process group and
  *                                         all descendants (older children are background jobs).
  *   tree <pid>                            kill a process, its group and all descendants (execArgv).
- *   allbut <shellPid>                     kill every process but init, the container's entrypoint
+ *   allbut <shellPid> [<stateDir>]        kill every process but init, the container's entrypoint
  *                                         (with what it started: the image's own services)
  *                                         and the persistent shell: foreground, background and
  *                                         double-forked jobs (reparented to init) alike.
  *   uptime                                print /proc/uptime in clock ticks (for minStartTicks).
+ *
+ * With a state directory, the victims are first stopped (SIGSTOP) and, while a command process is
+ * saving the shell's state (shell.ts marks `<stateDir>/saving`), let run until the save is done:
+ * killed mid-save, the truncated files would cost the next command its variables, functions and
+ * options. Stopping first means no save can begin between the check and the kill. The wait is
+ * bounded (1-2 s: the command can write the mark too), then they are killed regardless.
  */
 export const KILL_SCRIPT = [
   'mode=$1',
@@ -36,6 +43,16 @@ export const KILL_SCRIPT = [
   '  while [ ${#queue[@]} -gt 0 ]; do',
   '    p=${queue[0]}; queue=("${queue[@]:1}"); VICTIMS+=("$p")',
   '    for c in "${!PPID_OF[@]}"; do [ "${PPID_OF[$c]}" = "$p" ] && queue+=("$c"); done',
+  '  done',
+  '}',
+  'case $mode in children) sd=${4-};; allbut) sd=${3-};; *) sd=;; esac',
+  'settle() {',
+  '  local end=$((SECONDS + 2)) i p',
+  '  while :; do',
+  '    for p in "${VICTIMS[@]}"; do [ "$p" != "$self" ] && [ "$p" != 1 ] && [ "$p" != "${entry:-1}" ] && kill -STOP "$p" 2>/dev/null; done',
+  '    [ -s "$sd/saving" ] && [ "$SECONDS" -lt "$end" ] || return 0',
+  '    for p in "${VICTIMS[@]}"; do kill -CONT "$p" 2>/dev/null; done',
+  '    for ((i = 0; i < 2000; i++)); do [ -s "$sd/saving" ] || break; done',
   '  done',
   '}',
   'self=$$',
@@ -64,6 +81,7 @@ export const KILL_SCRIPT = [
   '  elif [ -n "${PPID_OF[$2]}" ]; then roots=("$2"); fi',
   '  [ ${#roots[@]} -eq 0 ] && break',
   '  collect "${roots[@]}"',
+  '  [ "$round" = 1 ] && [ -n "$sd" ] && settle',
   '  for p in "${VICTIMS[@]}"; do',
   '    g=${PGRP_OF[$p]}',
   '    # Never signal group 0 (outside our pid namespace), init\'s, the shell\'s or our own group.',

@@ -94,6 +94,9 @@ const SAVE_FN = [
   '  builtin set +euxvC',
   '  builtin test "${__tbrl_k-}" = save || builtin return 0',
   '  __tbrl_k=saved',
+  // While this mark is set a stop waits before it kills (kill-script.ts): killed mid-save, the
+  // truncated files would leave the next command without its state.
+  '  builtin echo 1 >|"$__tbrl_d/saving"',
   "  builtin local IFS=$' \\t\\n' __tbrl_n",
   '  { builtin shopt -p; builtin set +o',
   // Leaving posix mode (the trap's) resets some shopts: say again what they were before the trap.
@@ -112,6 +115,7 @@ const SAVE_FN = [
   `  builtin unset -v \${!__tbrl_@} ${NOT_CARRIED}`,
   '  builtin declare -p >|"$1/vars" || builtin return 0',
   "  builtin printf '%s\\0' \"$2\" >|\"$1/cwd\"",
+  '  : >|"$1/saving"',
   '}',
 ].join('\n');
 
@@ -312,6 +316,8 @@ export class PersistentShell {
    */
   cagedBy: 'helper' | 'setpriv' | undefined;
   private nonce = '';
+  /** This frame shell's state directory (where a stop looks for a save in progress). */
+  private stateDir?: string;
   /** Said once, at the head of the next command's output (why the shell or its cwd changed). */
   private note = '';
   private everStarted = false;
@@ -373,7 +379,8 @@ export class PersistentShell {
     stream.on('end', ended);
     stream.on('close', ended);
     stream.on('error', ended);
-    stream.write(frameShellPrelude(this.nonce, this.home, `${SHELL_STATE_PREFIX}${randomBytes(6).toString('hex')}`));
+    this.stateDir = `${SHELL_STATE_PREFIX}${randomBytes(6).toString('hex')}`;
+    stream.write(frameShellPrelude(this.nonce, this.home, this.stateDir));
     const r = await this.frame({ frameShell: 'builtin echo -n "$$ $EUID ${GROUPS[0]} $__tbrl_cagecap $__tbrl_cagehow"' }, 10_000);
     this.everStarted = true;
     const [pid, uid, gid, cage, how] = r.output.text().trim().split(' ');
@@ -425,7 +432,7 @@ export class PersistentShell {
   /** Kills every process in the container except init, its entrypoint and this shell. */
   async killAllButShell(): Promise<void> {
     try {
-      await this.aux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'allbut', String(this.shellPid)]);
+      await this.aux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'allbut', String(this.shellPid), this.stateDir ?? '']);
     } catch {
       // Best effort, as for timeouts: a stuck command is handled by the shell restart in frame().
     }
@@ -569,7 +576,7 @@ export class PersistentShell {
       const nowTicks = Number(up.stdout.toString().trim());
       // 100 ticks/s on Linux; the slack covers tick rounding between write() and fork().
       const minTicks = Math.max(0, nowTicks - Math.ceil(elapsedMs / 10) - 5);
-      await this.aux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'children', String(this.shellPid), String(minTicks)]);
+      await this.aux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'children', String(this.shellPid), String(minTicks), this.stateDir ?? '']);
     } catch {
       // Killing is best effort (a fork bomb may leave no pid to exec with); the shell restart below still applies.
     }
