@@ -195,9 +195,12 @@ chaosCase('model server drops every connection from turn 2 on (`tbrl run`)', 're
 chaosCase('model server: 2 dropped connections then an answer; and a server that never answers (timeout 300 ms)', 'drops are retried and the call succeeds; the silent server gives model-timeout after maxRetries+1 attempts', async () => {
   const srv = await startOpenAIServer({ models: ['m'] });
   try {
+    // Two clients: the drops get a timeout no loaded machine reaches (CI at load 20 once took over
+    // 300 ms for the answering attempt, which then counted as a fourth), the silent server 300 ms.
+    const patient = new ModelClient({ baseUrl: srv.baseUrl, model: 'm', maxRetries: 3, timeoutMs: 30_000 }, { retryBaseMs: 10, retryMaxMs: 50 });
     const client = new ModelClient({ baseUrl: srv.baseUrl, model: 'm', maxRetries: 3, timeoutMs: 300 }, { retryBaseMs: 10, retryMaxMs: 50 });
     srv.enqueue({ drop: true }, { drop: true }, 'made it');
-    const ok = await client.sample([{ role: 'user', content: 'hi' }]);
+    const ok = await patient.sample([{ role: 'user', content: 'hi' }]);
     assert.equal(ok.completions[0].text, 'made it');
     assert.equal(ok.calls?.[0].attempts, 3);
     srv.latencyMs = 5000;
