@@ -90,6 +90,9 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
     const procs = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number);
     // Servers whose worker is gone already were re-parented to init: found by the package path under temp.
     const servers = [...new Set([...all, ...procs.filter((p) => commandOf(p).includes(temp))])].filter((pid) => commandOf(pid).includes('eval-trial --serve'));
+    // A server's reaper (`eval-trial --reap`) is left alone: it exits by itself once its server is gone
+    // and has removed what that server left; killing it would leave those containers behind.
+    const reapers = [...new Set([...all, ...procs.filter((p) => commandOf(p).includes(temp))])].filter((pid) => commandOf(pid).includes('eval-trial --reap'));
     for (const pid of servers) {
       try {
         process.kill(pid, 'SIGTERM');
@@ -97,7 +100,7 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
         /* gone */
       }
     }
-    for (const pid of all.filter((p) => !servers.includes(p))) {
+    for (const pid of all.filter((p) => !servers.includes(p) && !reapers.includes(p))) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
@@ -106,7 +109,7 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
     }
     // Workers re-parented to init when their raylet died are found by the temp dir in their command line.
     for (const pid of procs) {
-      if (pid !== process.pid && !servers.includes(pid) && commandOf(pid).includes(temp)) {
+      if (pid !== process.pid && !servers.includes(pid) && !reapers.includes(pid) && commandOf(pid).includes(temp)) {
         try {
           process.kill(pid, 'SIGKILL');
         } catch {
@@ -114,7 +117,7 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
         }
       }
     }
-    return servers;
+    return [...servers, ...reapers];
   };
   /**
    * `ray start` gives a node 30 s to register with the GCS (hard-coded in ray/_private/node.py); on
@@ -170,6 +173,7 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
       return raylet;
     },
     async stop() {
+      // Servers and their reapers: waited for while they remove their containers.
       const servers = killAll();
       const end = Date.now() + 20_000;
       while (servers.some((pid) => commandOf(pid) !== '') && Date.now() < end) await new Promise((r) => setTimeout(r, 250));

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -5,21 +6,25 @@ import type { CliCommand } from '../command';
 import { UsageError } from '../command';
 import { runTrial, type TrialRunOptions, type TrialSpec } from '../../core/eval/trial';
 import { writeJsonAtomic, type JobRunConfig } from '../../core/eval/job';
-import { writeTrialExports } from '../../core/eval/interop';
 import { DockerSandboxProvider } from '../../core/sandbox/provider';
+import { EvalSandboxPool } from '../../core/eval/warm-pool';
+import { holdSharedReaders } from '../../core/sandbox/shared-readers';
+import { reapProcessSandboxes } from '../../core/sandbox/gc';
 import { errorMessage } from '../../core/errors';
 import { TRIAL_DONE_PREFIX } from '../../core/eval/ray-driver';
 
 
 type NodeTrialSpec = TrialSpec & { run: JobRunConfig; node?: string };
 
-/** One trial from its spec file into spec.dir; 0 when recorded, 130 when interrupted. */
+/**
+ * One trial from its spec file into spec.dir; 0 when recorded, 130 when interrupted. No exports here:
+ * the client writes the ones its job asks for (run-job.ts), as for a local trial.
+ */
 async function runSpec(path: string, shared: TrialRunOptions, signal: AbortSignal): Promise<number> {
   const spec = JSON.parse(readFileSync(path, 'utf8')) as NodeTrialSpec;
   const record = await runTrial(spec, spec.run, shared, signal, spec.node ?? 'ray');
   if (!record) return 130;
   writeJsonAtomic(join(spec.dir, 'trial.json'), record);
-  await writeTrialExports(spec.dir, { exportAtif: true });
   return 0;
 }
 
@@ -34,23 +39,34 @@ export const evalTrialCommand: CliCommand = {
     'eval-trial --serve       spec paths on stdin, one a line; after each trial a `TBRL_TRIAL_DONE {"rc":N}` line.',
     '                         A Ray worker keeps one such process for the trials it runs: no process start',
     '                         per trial, and one Docker provider for them all.',
+    'eval-trial --reap PID SINCE   waits for its stdin to close (PID, a --serve process, holds the other end),',
+    '                         then removes the containers PID created since SINCE (epoch seconds).',
   ].join('\n'),
-  options: { serve: { type: 'boolean' } },
+  options: { serve: { type: 'boolean' }, reap: { type: 'string' } },
   async run({ positionals, values }) {
+    if (values.reap !== undefined) return reap(Number(values.reap), Number(positionals[0]));
     const controller = new AbortController();
-    const shared: TrialRunOptions = { sandboxProvider: new DockerSandboxProvider() };
     if (!values.serve) {
       if (positionals.length !== 1) throw new UsageError('expected one spec file');
       process.on('SIGTERM', () => controller.abort('interrupted'));
-      return runSpec(positionals[0], shared, controller.signal);
+      return runSpec(positionals[0], { sandboxProvider: new DockerSandboxProvider() }, controller.signal);
     }
-    // No hold on the reader containers here: when its job ends, Ray SIGKILLs a worker's child processes
-    // (kill_child_processes_on_worker_exit), which would leave containers kept between trials behind.
+    // What a local job shares between its trials, kept between this worker's trials: the reader
+    // containers of each image (trace baseline, originals) and the removal of a finished trial's
+    // containers in the background, while the next trial runs. When its job ends Ray SIGKILLs a
+    // worker's child processes, which leaves this process no time to remove what it keeps: the
+    // reaper, a process of its own session that outlives it, removes them once it is gone.
+    startReaper();
+    const pool = new EvalSandboxPool(new DockerSandboxProvider(), { lookahead: 0, maxPendingRemovals: 2, runLabel: `eval-trial-${process.pid}` });
+    const shared: TrialRunOptions = { sandboxProvider: pool, deferClose: pool.deferClose };
+    const releaseReaders = holdSharedReaders();
+    let ending: Promise<void> | undefined;
+    const end = (): Promise<void> => (ending ??= pool.close().then(releaseReaders));
     let busy: Promise<unknown> = Promise.resolve();
-    // SIGTERM: the Ray worker died (PR_SET_PDEATHSIG); stop the trial (its containers are removed), then exit.
+    // SIGTERM: the Ray worker died (PR_SET_PDEATHSIG); stop the trial, remove the containers, then exit.
     process.on('SIGTERM', () => {
       controller.abort('interrupted');
-      void busy.finally(() => process.exit(130));
+      void busy.finally(() => end().finally(() => process.exit(130)));
     });
     for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
       const path = line.trim();
@@ -63,6 +79,31 @@ export const evalTrialCommand: CliCommand = {
       process.stdout.write(`${TRIAL_DONE_PREFIX}${JSON.stringify(await ran)}\n`);
       if (controller.signal.aborted) break;
     }
+    // stdin closed: the worker is done with this process.
+    await end();
     return controller.signal.aborted ? 130 : 0;
   },
 };
+
+/** The reaper of this --serve process: it holds the reaper's stdin open until it exits, however it exits. */
+function startReaper(): void {
+  const since = Math.floor(Date.now() / 1000);
+  const reaper = spawn(process.execPath, [process.argv[1], 'eval-trial', '--reap', String(process.pid), String(since)], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+  reaper.on('error', () => undefined);
+  reaper.stdin?.on('error', () => undefined);
+  reaper.unref();
+  (reaper.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+}
+
+async function reap(pid: number, since: number): Promise<number> {
+  if (!Number.isInteger(pid) || pid <= 0 || !Number.isFinite(since)) throw new UsageError('expected --reap PID SINCE');
+  // Its own session already (detached); a signal to the --serve process's group does not reach it.
+  await new Promise<void>((resolve) => {
+    process.stdin.on('data', () => undefined);
+    process.stdin.on('end', resolve);
+    process.stdin.on('close', resolve);
+    process.stdin.on('error', () => resolve());
+  });
+  await reapProcessSandboxes(new DockerSandboxProvider().connection, pid, since);
+  return 0;
+}

@@ -6,11 +6,12 @@
  * (max_retries); the driver prints each result once.
  *
  * Ray reuses a worker process for the job's next tasks, so the worker keeps one orchestrator process
- * (`eval-trial --serve`) for all the trials it runs: no process start per trial, and one Docker
- * provider for them (reader containers are not kept between trials: when its job ends Ray SIGKILLs a
- * worker's child processes, which would leave them behind). That process dies with the
- * worker (PR_SET_PDEATHSIG: SIGTERM; it stops its trial and removes its containers), and a crashed one
- * is started again for the next trial.
+ * (`eval-trial --serve`) for all the trials it runs: no process start per trial, one Docker provider,
+ * and what a local job shares between trials (each image's reader containers, a finished trial's
+ * containers removed while the next one runs). When its job ends Ray SIGKILLs a worker's child
+ * processes: the server's reaper (`eval-trial --reap`, a session of its own) then removes what it
+ * kept. The server dies with the worker (PR_SET_PDEATHSIG: SIGTERM; it stops its trial and removes
+ * its containers), and a crashed one is started again for the next trial.
  *
  * The job log is the only channel from the driver back to the client (the Jobs API has no other), and
  * Ray writes worker output into the same log from another thread. So each trial ends in two lines:

@@ -26,6 +26,8 @@ export interface RayEvalCluster {
   onTrialRunning?: (e: { trial: string; node: string; rayletPid: number }) => void;
 }
 
+const STANDIN_WHEELS = 'sandbox/images/standin/wheels/';
+
 /** What a node needs to run trials: the CLI bundle, its prompts and image recipes, the tasks, the driver. */
 export function buildEvalBundle(job: JobConfig, trials: TrialSpec[], cluster: RayEvalCluster): { zip: Buffer; uri: string } {
   const root = packageRoot();
@@ -43,7 +45,14 @@ export function buildEvalBundle(job: JobConfig, trials: TrialSpec[], cluster: Ra
   ];
   // dist/proto: dockerode's BuildKit protos, read at run time when a node builds a task image.
   for (const [dir, prefix] of [[join(root, 'dist', 'prompts'), 'dist/prompts'], [join(root, 'dist', 'proto'), 'dist/proto'], [join(root, 'sandbox'), 'sandbox']] as const) {
-    for (const f of walk(dir)) entries.push({ path: `${prefix}/${relative(dir, f).split(sep).join('/')}`, data: readFileSync(f) });
+    for (const f of walk(dir)) {
+      const path = `${prefix}/${relative(dir, f).split(sep).join('/')}`;
+      // The stand-in recipes' offline wheels (~19 MB, scripts/build-standins.mjs) are left out: every node
+      // would unpack them for every job, and a node builds a stand-in only when it lacks the image, and
+      // then installs from its package index (the recipe works without them).
+      if (path.startsWith(STANDIN_WHEELS)) continue;
+      entries.push({ path, data: readFileSync(f) });
+    }
   }
   const used = new Set(trials.map((t) => t.task.name));
   // Ray unpacks the package without file modes; the nodes put them back (a task's scripts must stay
@@ -196,6 +205,9 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
       const byName = new Map(trials.map((t) => [t.trial, t]));
       const started = new Set<string>();
       const finished = new Set<string>();
+      // The tail ends when the job does, or as soon as every trial is recorded: the driver's exit and
+      // Ray's noticing it (seconds on a busy head) no longer hold up the client.
+      const tailStop = new AbortController();
       let buffer = '';
       let chain: Promise<void> = Promise.resolve();
       const onLine = async (line: string): Promise<void> => {
@@ -217,9 +229,14 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
         finished.add(spec.trial);
         // A damaged frame is an infra failure of this trial: recorded as such, so the retry classes re-run it.
         await hooks.onDone(spec, e.type === 'result' ? recordFrom(spec, e.result) : recordFrom(spec, { trial: spec.trial, error: `its result arrived damaged in the Ray job log: ${e.reason}` }));
+        if (finished.size === trials.length) tailStop.abort();
       };
-      const onAbort = (): void => void client.stop(submissionId).catch(() => undefined);
+      const onAbort = (): void => {
+        tailStop.abort();
+        void client.stop(submissionId).catch(() => undefined);
+      };
       signal.addEventListener('abort', onAbort, { once: true });
+      if (signal.aborted) onAbort();
       let details;
       try {
         details = await client.tail(submissionId, (text) => {
@@ -227,7 +244,7 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
           const lines = buffer.split('\n');
           buffer = lines.pop() ?? '';
           for (const l of lines) chain = chain.then(() => onLine(l.trimEnd())).catch((err) => info(`bad result line: ${errorMessage(err)}`));
-        }, { signal });
+        }, { signal: tailStop.signal });
         if (buffer) chain = chain.then(() => onLine(buffer.trimEnd()));
         await chain;
       } finally {
@@ -235,7 +252,7 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
       }
       // Started but never finished (the job was stopped): not recorded, so a resume runs them again.
       for (const name of started) if (!finished.has(name)) await hooks.onDone(byName.get(name)!, undefined);
-      if (!signal.aborted && details.status !== 'SUCCEEDED') {
+      if (!signal.aborted && finished.size < trials.length && details.status !== 'SUCCEEDED') {
         const tail = (await client.logs(submissionId).catch(() => '')).split('\n').filter((l) => !l.includes(RESULT_PREFIX)).slice(-15).join('\n');
         throw new TbrlError('eval-ray-driver-failed', `The eval driver ${submissionId} ended ${details.status}${details.message ? `: ${details.message}` : ''}\n${tail}`, 'Completed trials are in the job directory; fix the cause and run `tbrl eval --resume JOB --ray URL` for the rest.');
       }

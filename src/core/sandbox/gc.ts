@@ -67,3 +67,24 @@ export async function gcSandboxes(conn: DockerConnection, options: { all?: boole
   }
   return { containers, images };
 }
+
+/**
+ * Removes the containers and networks one process left behind: those labelled with its PID and
+ * created since it started (a PID is reused; the creation time tells its containers from an older
+ * namesake's). What `tbrl eval-trial --serve`'s reaper runs once that process is gone, however it went.
+ */
+export async function reapProcessSandboxes(conn: DockerConnection, pid: number, sinceSec: number): Promise<number> {
+  const mine = [`${LABEL_PROJECT}`, `${LABEL_PID}=${pid}`];
+  let removed = 0;
+  for (const c of await conn.docker.listContainers({ all: true, filters: { label: mine } })) {
+    if (c.Created < sinceSec) continue;
+    await conn.docker.getContainer(c.Id).remove({ force: true, v: true }).then(
+      () => removed++,
+      () => undefined,
+    );
+  }
+  for (const n of await conn.docker.listNetworks({ filters: { label: mine } })) {
+    if (Date.parse(n.Created) / 1000 >= sinceSec) await conn.docker.getNetwork(n.Id).remove().catch(() => undefined);
+  }
+  return removed;
+}
