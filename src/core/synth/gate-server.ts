@@ -36,11 +36,21 @@ export interface GatePython {
   verifierRunner?: string;
   /** Starts a process through the spawner (spawner.ts) on the warm server; absent otherwise (Node's spawn). */
   run?: RunProcess;
+  /** Variables for a pytest session: a server that has imported pytest (started on first use); absent when this one has. */
+  pytestEnv?: () => Promise<Record<string, string>>;
   close(): Promise<void>;
 }
 
-/** Modules the server imports once; the gate programs import them again for free. */
-const PRELOAD = ['pytest', ...['mark', 'main', 'runner', 'fixtures', 'helpconfig', 'python', 'terminal', 'debugging', 'unittest', 'capture', 'skipping', 'legacypath', 'tmpdir', 'monkeypatch', 'recwarn', 'pastebin', 'assertion.rewrite', 'nose', 'junitxml', 'doctest', 'cacheprovider', 'freeze_support', 'setuponly', 'setupplan', 'stepwise', 'warnings', 'logging', 'reports', 'python_path', 'unraisableexception', 'threadexception', 'faulthandler', 'pytester', 'pytester_assertions', 'raises', 'subtests', 'tracemalloc', 'scope', 'timing'].map((m) => `_pytest.${m}`), 'pdb', 'faulthandler', 'codeop', 'csv', 'decimal', 'json', 'sqlite3', 'struct', 'subprocess', 'tempfile', 'shutil', 'hashlib', 'pathlib', 'functools'];
+/** Modules a pytest session's server imports once; the gate programs import them again for free. */
+const PRELOAD_PYTEST = ['pytest', ...['mark', 'main', 'runner', 'fixtures', 'helpconfig', 'python', 'terminal', 'debugging', 'unittest', 'capture', 'skipping', 'legacypath', 'tmpdir', 'monkeypatch', 'recwarn', 'pastebin', 'assertion.rewrite', 'nose', 'junitxml', 'doctest', 'cacheprovider', 'freeze_support', 'setuponly', 'setupplan', 'stepwise', 'warnings', 'logging', 'reports', 'python_path', 'unraisableexception', 'threadexception', 'faulthandler', 'pytester', 'pytester_assertions', 'raises', 'subtests', 'tracemalloc', 'scope', 'timing'].map((m) => `_pytest.${m}`), 'pdb', 'faulthandler', 'codeop', 'csv', 'decimal', 'json', 'sqlite3', 'struct', 'subprocess', 'tempfile', 'shutil', 'hashlib', 'pathlib', 'functools'];
+
+/**
+ * Modules the gates' own programs import (progress.py, the reference pipeline, the verifier and its
+ * runner, the SQLite readers): the default server's. Without pytest it is a third smaller, and every
+ * program's fork copies and faults in less of it (~1 ms a program); pytest sessions go to a second
+ * server that has imported pytest, started on first use (GatePython.pytestEnv).
+ */
+const PRELOAD_PROGRAMS = ['_pytest.outcomes', 'inspect', 'threading', 'csv', 'datetime', 'decimal', 'json', 'sqlite3', 'struct', 'subprocess', 'tempfile', 'shutil', 'hashlib', 'pathlib', 'functools'];
 
 export const ZYGOTE_PY = String.raw`"""Warm python3 for the host gates: imports once, then forks one child per program a client hands over.
 
@@ -494,9 +504,10 @@ async function compiledClient(real: string): Promise<string | undefined> {
  * does not come up, the gates still skip a pyenv-style shim by putting the real interpreter's
  * directory first on PATH (what `pyenv exec` does for the programs it starts anyway).
  * `previous`: the server loop before issue #20's last round (a handler process per program, no
- * code cache, no spawner), for same-run baselines.
+ * code cache, no spawner, pytest imported), for same-run baselines. `pytest`: a server that has
+ * imported pytest, for pytest sessions (no spawner).
  */
-export async function startGatePython(python = 'python3', options: { previous?: boolean } = {}): Promise<GatePython> {
+export async function startGatePython(python = 'python3', options: { previous?: boolean; pytest?: boolean } = {}): Promise<GatePython> {
   const real = await realInterpreter(python);
   if (!real) return { env: {}, mode: 'direct', close: async () => {} };
   const path = `${dirname(real)}:${process.env.PATH ?? ''}`;
@@ -506,7 +517,8 @@ export async function startGatePython(python = 'python3', options: { previous?: 
   const home = await mkdtemp(join(tmpdir(), 'tbrl-gate-server-'));
   await writeFile(join(home, 'zygote.py'), ZYGOTE_PY);
   const socket = join(home, 'sock');
-  const child: ChildProcess = spawn(real, [join(home, 'zygote.py'), socket, ...(options.previous ? ['--previous'] : []), ...PRELOAD], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const withPytest = options.previous || options.pytest;
+  const child: ChildProcess = spawn(real, [join(home, 'zygote.py'), socket, ...(options.previous ? ['--previous'] : []), ...(withPytest ? PRELOAD_PYTEST : PRELOAD_PROGRAMS)], { stdio: ['ignore', 'pipe', 'pipe'] });
   const cleanup = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await rm(home, { recursive: true, force: true });
@@ -549,14 +561,21 @@ export async function startGatePython(python = 'python3', options: { previous?: 
     verifierRunner = join(home, 'verifier_runner.py');
     await writeFile(verifierRunner, VERIFIER_RUNNER_PY);
   }
-  const spawner = options.previous ? undefined : startSpawner(real, runProcess);
+  const spawner = withPytest ? undefined : startSpawner(real, runProcess);
+  let pytestServer: Promise<GatePython> | undefined;
   return {
     env,
     mode: 'warm',
     verifierRunner,
     run: spawner?.run,
+    pytestEnv: withPytest ? undefined : async () => {
+      const server = await (pytestServer ??= startGatePython(python, { pytest: true }));
+      // No pytest server (it did not come up): this one runs the session, importing pytest itself.
+      return server.mode === 'warm' ? server.env : {};
+    },
     close: async () => {
       spawner?.close();
+      if (pytestServer) await (await pytestServer).close();
       process.removeListener('exit', onExit);
       await cleanup();
     },

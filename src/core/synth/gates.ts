@@ -108,7 +108,7 @@ export interface VerifierComparison { state: string; pytest: TestOutcomes; runne
  * `run` starts a process (default Node's spawn, runProcess) and `tmp` is the scratch base (default
  * os.tmpdir(); when set, it is also the programs' TMPDIR in `env`).
  */
-export interface HostRun { python: string; env: Record<string, string>; verifierRunner?: string; sqliteDigests?: SqliteDigestCache; run?: RunProcess; tmp?: string; trees?: TreeOps }
+export interface HostRun { python: string; env: Record<string, string>; verifierRunner?: string; sqliteDigests?: SqliteDigestCache; run?: RunProcess; tmp?: string; trees?: TreeOps; pytestEnv?: () => Promise<Record<string, string>> }
 
 const run = (host: HostRun): RunProcess => host.run ?? runProcess;
 const trees = (host: HostRun): TreeOps => host.trees ?? PROMISE_TREES;
@@ -189,7 +189,7 @@ export async function verifyOnHost(root: string, app: string, python: string | H
 }
 
 export async function verifyWithPytest(root: string, app: string, host: HostRun): Promise<Verdict> {
-  const r = await run(host)([host.python, '-m', 'pytest', '-p', 'no:cacheprovider', '-c', join(root, 'tests/pytest.ini'), '--rootdir', join(root, 'tests'), '-q', '-rA', join(root, 'tests/test_outputs.py')], { cwd: app, env: { ...host.env, TBRL_APP: app }, timeoutMs: 300_000 });
+  const r = await run(host)([host.python, '-m', 'pytest', '-p', 'no:cacheprovider', '-c', join(root, 'tests/pytest.ini'), '--rootdir', join(root, 'tests'), '-q', '-rA', join(root, 'tests/test_outputs.py')], { cwd: app, env: { ...host.env, ...(await host.pytestEnv?.()), TBRL_APP: app }, timeoutMs: 300_000 });
   const tests: TestOutcomes = {};
   for (const m of r.stdout.matchAll(/^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) \S*::(\w+)/gm)) tests[m[2]] = m[1].toLowerCase();
   return { passed: r.code === 0, log: r.stdout + r.stderr, via: 'pytest', tests };
@@ -319,6 +319,7 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
     verifierRunner: (options.verifier ?? 'runner') === 'runner' ? server?.verifierRunner : undefined,
     sqliteDigests: warm && options.reuseSqliteReads !== false ? new Map() : undefined,
     run: warm && (options.spawner ?? 'helper') === 'helper' ? server?.run : undefined,
+    pytestEnv: server?.pytestEnv,
     tmp,
     trees: warm && (options.trees ?? 'sync') === 'sync' ? SYNC_TREES : undefined,
   };

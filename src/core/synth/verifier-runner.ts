@@ -92,7 +92,9 @@ def main(test_file, result_path, stop_early=False):
         for variable in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
             if os.environ.get(variable):
                 raise Undecided(variable + " is set")
-        import pytest
+        # pytest's own package (its version) and outcomes, without importing pytest: the gate server
+        # that forks this runner has not (gate-server.ts), and pytest.__version__ is _pytest's.
+        import _pytest
         from _pytest.outcomes import Exit, OutcomeException
         test_file = os.path.abspath(test_file)
         folder = os.path.dirname(test_file)
@@ -107,7 +109,7 @@ def main(test_file, result_path, stop_early=False):
         os.close(null)
         capture = tempfile.TemporaryFile()
         saved = os.dup(1), os.dup(2)
-        os.environ["PYTEST_VERSION"] = pytest.__version__
+        os.environ["PYTEST_VERSION"] = _pytest.__version__
         try:
             os.dup2(capture.fileno(), 1)
             os.dup2(capture.fileno(), 2)
