@@ -1,7 +1,7 @@
 /**
  * Tev synthesis at corpus scale (issue #20).
  *
- *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7|all] [--baseline-sample 1] [--process-baseline 0]
+ *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7|all] [--baseline-sample 1] [--baseline previous|pytest] [--process-baseline 0]
  *       [--task-concurrency 2] [--probe-concurrency 2] [--per-domain 20] [--concurrency 2] [--tier small]
  *
  * 1. `--count` tasks across the seven domains (round robin, seeds 1..count) at the small tier:
@@ -11,10 +11,12 @@
  *    gaming probe) on `--full-sample` of those tasks (`all`: every one), one per domain first.
  *    Target: ≤ 1 s per task for generation + all gates, excluding image builds.
  *    - Same-run baseline first, on the first `--baseline-sample` tasks, one task at a time and
- *      alternated task by task: the previous path (the warm gate server with a pytest session per
- *      verifier run and a python3 per SQLite read) against the current one (the verifier runner,
- *      SQLite rows read once); their gate verdicts, reference Φ and per-probe verdicts and Φ must be
- *      identical. `--process-baseline N` adds the original per-process path on the first N (slow).
+ *      alternated task by task: a previous path against the current one; their gate verdicts,
+ *      reference Φ and per-probe verdicts and Φ must be identical. `--baseline previous` (default):
+ *      the path before the last round of issue #20 (Node's own spawn, scratch on os.tmpdir(),
+ *      fs.cp / fs.rm, a handler process per program and no code cache in the gate server);
+ *      `--baseline pytest`: the one before that (also a pytest session per verifier run and a python3
+ *      per SQLite read). `--process-baseline N` adds the original per-process path on the first N (slow).
  *    - Then throughput: every sampled task on the current path, `--task-concurrency` tasks at a
  *      time (each running its probes `--probe-concurrency` at a time); seconds per task = wall time
  *      / tasks, on this machine's cores (the Node process's own CPU per task is printed too).
@@ -38,7 +40,7 @@ import { loadTask } from '../src/core/tasks/load';
 import { runTests } from '../src/core/reward/tests';
 import type { ScaleTier } from '../src/core/synth/types';
 
-const { values } = parseArgs({ options: { count: { type: 'string' }, 'full-sample': { type: 'string' }, 'baseline-sample': { type: 'string' }, 'process-baseline': { type: 'string' }, 'task-concurrency': { type: 'string' }, 'probe-concurrency': { type: 'string' }, 'per-domain': { type: 'string' }, concurrency: { type: 'string' }, tier: { type: 'string' } } });
+const { values } = parseArgs({ options: { baseline: { type: 'string' }, count: { type: 'string' }, 'full-sample': { type: 'string' }, 'baseline-sample': { type: 'string' }, 'process-baseline': { type: 'string' }, 'task-concurrency': { type: 'string' }, 'probe-concurrency': { type: 'string' }, 'per-domain': { type: 'string' }, concurrency: { type: 'string' }, tier: { type: 'string' } } });
 const COUNT = Number(values.count ?? 1000);
 const FULL = values['full-sample'] === 'all' ? COUNT : Number(values['full-sample'] ?? 7);
 const BASELINE = Number(values['baseline-sample'] ?? 1);
@@ -48,6 +50,9 @@ const PROBE_CONCURRENCY = Math.max(1, Number(values['probe-concurrency'] ?? 2));
 const PER_DOMAIN = Number(values['per-domain'] ?? 20);
 const CONCURRENCY = Math.max(1, Number(values.concurrency ?? 2));
 const TIER = (values.tier ?? 'small') as ScaleTier;
+const PREVIOUS_PATH = (values.baseline ?? 'previous') === 'pytest'
+  ? { label: 'pytest sessions, Node spawn, tmpdir, fs.cp, handler per program', options: { verifier: 'pytest', reuseSqliteReads: false, spawner: 'node', scratch: 'tmpdir', trees: 'fs-promises', gateServer: 'previous' } as const }
+  : { label: 'Node spawn, tmpdir, fs.cp, handler per program, no code cache', options: { spawner: 'node', scratch: 'tmpdir', trees: 'fs-promises', gateServer: 'previous' } as const };
 const domains = Object.keys(DOMAINS);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const s = (ms: number) => `${(ms / 1000).toFixed(3)} s`;
@@ -88,7 +93,7 @@ async function fullGates(tasks: SynthesizedTask[], staticPerTask: number): Promi
   console.log(`  full host gates (warm gate server: ${server.mode}, started once in ${s(serverStart)}; verifier runner ${server.verifierRunner ? 'on' : 'off: pytest sessions'}); load average ${load()}`);
 
   // 1. Same-run baseline, alternated task by task on the first BASELINE tasks, one task at a time:
-  //    the previous path (a pytest session per verifier run) and the current one, on the same task.
+  //    the previous path (PREVIOUS_PATH) and the current one, on the same task.
   const pairs: { previous: number; current: number }[] = [];
   let same = 0;
   for (const t of sample.slice(0, BASELINE)) {
@@ -97,18 +102,18 @@ async function fullGates(tasks: SynthesizedTask[], staticPerTask: number): Promi
     const reports: Record<string, GateReport> = {};
     for (const path of order) {
       const a = Date.now();
-      reports[path] = await runGates(t, path === 'previous' ? { verifier: 'pytest', reuseSqliteReads: false } : {});
+      reports[path] = await runGates(t, path === 'previous' ? PREVIOUS_PATH.options : {});
       ms[path] = Date.now() - a;
     }
     pairs.push({ previous: ms.previous, current: ms.current });
     if (verdicts(reports.previous) === verdicts(reports.current)) same++;
     else console.log(`  DIFFERENT ${t.id}: previous ${verdicts(reports.previous)} vs current ${verdicts(reports.current)}`);
-    console.log(`    ${t.id}: previous path ${s(ms.previous)} (${reports.previous.verifierRuns?.pytest} pytest sessions), current ${s(ms.current)} (${reports.current.verifierRuns?.runner} runner / ${reports.current.verifierRuns?.pytest} pytest), ${(ms.previous / Math.max(1, ms.current)).toFixed(2)}x`);
+    console.log(`    ${t.id}: previous path ${s(ms.previous)} (${reports.previous.verifierRuns?.runner} runner / ${reports.previous.verifierRuns?.pytest} pytest), current ${s(ms.current)} (${reports.current.verifierRuns?.runner} runner / ${reports.current.verifierRuns?.pytest} pytest), ${(ms.previous / Math.max(1, ms.current)).toFixed(2)}x`);
   }
   if (pairs.length > 0) {
     const prev = pairs.reduce((x, p) => x + p.previous, 0) / pairs.length;
     const cur = pairs.reduce((x, p) => x + p.current, 0) / pairs.length;
-    console.log(`  previous path (pytest sessions) vs current, one task at a time, alternated, ${pairs.length} task(s): ${s(prev)} vs ${s(cur)} per task, ${(prev / Math.max(1, cur)).toFixed(2)}x; identical gate results on ${same}/${pairs.length}; load average ${load()}`);
+    console.log(`  previous path (${PREVIOUS_PATH.label}) vs current, one task at a time, alternated, ${pairs.length} task(s): ${s(prev)} vs ${s(cur)} per task, ${(prev / Math.max(1, cur)).toFixed(2)}x; identical gate results on ${same}/${pairs.length}; load average ${load()}`);
   }
   for (const t of sample.slice(0, PROCESS_BASELINE)) {
     const a = Date.now();

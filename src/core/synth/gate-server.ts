@@ -5,6 +5,7 @@ import { chmod, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { runProcess } from './host';
+import { startSpawner, type RunProcess } from './spawner';
 import { VERIFIER_RUNNER_PY } from './verifier-runner';
 
 /**
@@ -33,26 +34,42 @@ export interface GatePython {
    * runner does not load plugins); absent otherwise, and the gates run pytest.
    */
   verifierRunner?: string;
+  /** Starts a process through the spawner (spawner.ts) on the warm server; absent otherwise (Node's spawn). */
+  run?: RunProcess;
+  /** Variables for a pytest session: a server that has imported pytest (started on first use); absent when this one has. */
+  pytestEnv?: () => Promise<Record<string, string>>;
   close(): Promise<void>;
 }
 
-/** Modules the server imports once; the gate programs import them again for free. */
-const PRELOAD = ['pytest', ...['mark', 'main', 'runner', 'fixtures', 'helpconfig', 'python', 'terminal', 'debugging', 'unittest', 'capture', 'skipping', 'legacypath', 'tmpdir', 'monkeypatch', 'recwarn', 'pastebin', 'assertion.rewrite', 'nose', 'junitxml', 'doctest', 'cacheprovider', 'freeze_support', 'setuponly', 'setupplan', 'stepwise', 'warnings', 'logging', 'reports', 'python_path', 'unraisableexception', 'threadexception', 'faulthandler', 'pytester', 'pytester_assertions', 'raises', 'subtests', 'tracemalloc', 'scope', 'timing'].map((m) => `_pytest.${m}`), 'pdb', 'faulthandler', 'codeop', 'csv', 'decimal', 'json', 'sqlite3', 'struct', 'subprocess', 'tempfile', 'shutil', 'hashlib', 'pathlib', 'functools'];
+/** Modules a pytest session's server imports once; the gate programs import them again for free. */
+const PRELOAD_PYTEST = ['pytest', ...['mark', 'main', 'runner', 'fixtures', 'helpconfig', 'python', 'terminal', 'debugging', 'unittest', 'capture', 'skipping', 'legacypath', 'tmpdir', 'monkeypatch', 'recwarn', 'pastebin', 'assertion.rewrite', 'nose', 'junitxml', 'doctest', 'cacheprovider', 'freeze_support', 'setuponly', 'setupplan', 'stepwise', 'warnings', 'logging', 'reports', 'python_path', 'unraisableexception', 'threadexception', 'faulthandler', 'pytester', 'pytester_assertions', 'raises', 'subtests', 'tracemalloc', 'scope', 'timing'].map((m) => `_pytest.${m}`), 'pdb', 'faulthandler', 'codeop', 'csv', 'decimal', 'json', 'sqlite3', 'struct', 'subprocess', 'tempfile', 'shutil', 'hashlib', 'pathlib', 'functools'];
+
+/**
+ * Modules the gates' own programs import (progress.py, the reference pipeline, the verifier and its
+ * runner, the SQLite readers): the default server's. Without pytest it is a third smaller, and every
+ * program's fork copies and faults in less of it (~1 ms a program); pytest sessions go to a second
+ * server that has imported pytest, started on first use (GatePython.pytestEnv).
+ */
+const PRELOAD_PROGRAMS = ['_pytest.outcomes', 'inspect', 'threading', 'csv', 'datetime', 'decimal', 'json', 'sqlite3', 'struct', 'subprocess', 'tempfile', 'shutil', 'hashlib', 'pathlib', 'functools'];
 
 export const ZYGOTE_PY = String.raw`"""Warm python3 for the host gates: imports once, then forks one child per program a client hands over.
 
-Each request (from the C client named python3) carries cwd, argv, the environment and fds 0-2. A
-handler child forks the program's process, waits for it, and sends back its exit status (negative:
-the signal that killed it). The program runs as python3 SCRIPT, -c CODE or -m MODULE would.
+Each request (from the C client named python3) carries cwd, argv, the environment and fds 0-2. The
+server forks the program's process, and sends back its exit status once it exits (negative: the
+signal that killed it). The program runs as python3 SCRIPT, -c CODE or -m MODULE would.
 """
+import _imp
 import array
 import atexit
 import builtins
+import collections
 import gc
+import importlib.util
 import io
 import os
 import runpy
 import select
+import selectors
 import signal
 import socket
 import struct
@@ -61,7 +78,15 @@ import types
 
 ORIGINAL_PATH = list(sys.path[1:])
 
-for name in sys.argv[2:]:
+# Compiled code by source bytes, most recently used last (bounded: every task has its own sources).
+CODE_CACHE = collections.OrderedDict()
+CODE_CACHE_SIZE = 64
+# In a program's process: {absolute path: (source bytes, code)} for the .py files on its command line.
+PRECOMPILED = {}
+
+PREVIOUS = sys.argv[2:3] == ["--previous"]
+
+for name in sys.argv[3 if PREVIOUS else 2:]:
     try:
         __import__(name)
     except Exception:
@@ -105,12 +130,77 @@ def std_streams():
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
 
 
+def precompile(cwd, argv):
+    """Code for the .py files a request names (the script and any further *.py argument), from the cache.
+
+    Compiling the script was a tenth of the gates' CPU: the same progress.py, reference pipeline and
+    verifier are compiled again by every program that runs them (CPython caches no bytecode for a
+    script run as __main__). The code is what compile(source, path, "exec") gives; the program's
+    process uses it only if the file still holds those bytes (cached_code).
+    """
+    names = [argv[1]] + [a for a in argv[2:] if a.endswith(".py")] if argv[1] not in ("-c", "-m") else []
+    found = {}
+    for name in names:
+        path = os.path.normpath(os.path.join(cwd, name))
+        try:
+            if os.stat(path).st_size > 1 << 20:
+                continue
+            with io.open_code(path) as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        if data[:4] == importlib.util.MAGIC_NUMBER:
+            continue
+        code = CODE_CACHE.get(data)
+        if code is None:
+            try:
+                code = compile(data, path, "exec", dont_inherit=True)
+            except Exception:
+                # The program's own compile raises it, with its own traceback.
+                continue
+            CODE_CACHE[data] = code
+            if len(CODE_CACHE) > CODE_CACHE_SIZE:
+                CODE_CACHE.popitem(last=False)
+        else:
+            CODE_CACHE.move_to_end(data)
+        found[path] = (data, code)
+    return found
+
+
+def cached_code(path, filename=None):
+    """compile(<the file's bytes>, filename or path, "exec") from the server's cache, or None (compile it yourself)."""
+    entry = PRECOMPILED.get(os.path.abspath(path))
+    if entry is None:
+        return None
+    try:
+        with io.open_code(os.path.abspath(path)) as handle:
+            if handle.read() != entry[0]:
+                return None
+    except OSError:
+        return None
+    code = entry[1]
+    # compile() records the name it was given; the cache's code has the path it was first compiled at.
+    _imp._fix_co_filename(code, filename if filename is not None else path)
+    return code
+
+
+_get_code_from_file = runpy._get_code_from_file
+
+
+def get_code_from_file(run_name, fname):
+    """runpy.run_path's reader: the cached code when the file still holds the cached source (not a .pyc)."""
+    code = cached_code(os.fsdecode(fname), fname) if isinstance(fname, str) else None
+    return (code, fname) if code is not None else _get_code_from_file(run_name, fname)
+
+
 def run_program(cwd, argv, env):
     os.chdir(cwd)
     os.environb.clear()
     os.environb.update(env)
     std_streams()
     mode, target, rest = (argv[1], argv[2], argv[3:]) if argv[1] in ("-c", "-m") else (None, argv[1], argv[2:])
+    if PRECOMPILED:
+        runpy._get_code_from_file = get_code_from_file
     code = 0
     try:
         if mode == "-c":
@@ -158,7 +248,82 @@ def run_program(cwd, argv, env):
     os._exit(code)
 
 
+def serve(listener):
+    """One loop, no handler process: forks each program straight from the server and reports its exit.
+
+    Each live program has its client's connection (EOF there: the client was killed, so is the
+    program) and a pidfd (readable once it has exited). A handler process per program, as before,
+    cost a second fork of this interpreter and a scheduling round trip for every program.
+    """
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, None)
+    live = {}
+    while True:
+        for key, _ in selector.select():
+            if key.data is None:
+                conn, _ = listener.accept()
+                try:
+                    conn.settimeout(10)
+                    fds, cwd, argv, env = receive(conn)
+                except (OSError, ValueError):
+                    conn.close()
+                    continue
+                precompiled = precompile(cwd, argv)
+                child = os.fork()
+                if child == 0:
+                    PRECOMPILED.update(precompiled)
+                    # The program keeps fds 0-2 only: none of the server's sockets, pidfds or selector.
+                    selector.close()
+                    listener.close()
+                    conn.close()
+                    for other, watch in live.values():
+                        other.close()
+                        os.close(watch)
+                    for target, fd in enumerate(fds):
+                        os.dup2(fd, target)
+                    for fd in fds:
+                        if fd > 2:
+                            os.close(fd)
+                    run_program(cwd, argv, env)
+                for fd in fds:
+                    os.close(fd)
+                watch = os.pidfd_open(child)
+                live[child] = (conn, watch)
+                selector.register(watch, selectors.EVENT_READ, ("exited", child))
+                selector.register(conn, selectors.EVENT_READ, ("client", child))
+            elif key.data[0] == "client":
+                child = key.data[1]
+                conn = live[child][0]
+                try:
+                    gone = not conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    gone = False
+                except OSError:
+                    gone = True
+                if gone:
+                    # The client was killed: so is its program.
+                    selector.unregister(conn)
+                    os.kill(child, signal.SIGKILL)
+            else:
+                child = key.data[1]
+                conn, watch = live.pop(child)
+                selector.unregister(watch)
+                try:
+                    selector.unregister(conn)
+                except KeyError:
+                    pass
+                os.close(watch)
+                _, status = os.waitpid(child, 0)
+                try:
+                    conn.settimeout(1)
+                    conn.sendall(struct.pack("=i", os.waitstatus_to_exitcode(status)))
+                except OSError:
+                    pass
+                conn.close()
+
+
 def handle(conn, listener):
+    """The previous loop's handler process (--previous): receives one request, forks its program, waits for it."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     listener.close()
     try:
@@ -197,15 +362,23 @@ def main():
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(sys.argv[1])
     listener.listen(64)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    if PREVIOUS:
+        # The previous path: a handler process per program, no code cache.
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        gc.collect()
+        gc.freeze()
+        print("ready", flush=True)
+        while True:
+            conn, _ = listener.accept()
+            if os.fork() == 0:
+                handle(conn, listener)
+            conn.close()
+    # The verifier runner finds cached_code here (verifier-runner.ts).
+    sys.modules["_tbrl_gate_server"] = sys.modules[__name__]
     gc.collect()
     gc.freeze()
     print("ready", flush=True)
-    while True:
-        conn, _ = listener.accept()
-        if os.fork() == 0:
-            handle(conn, listener)
-        conn.close()
+    serve(listener)
 
 
 if __name__ == "__main__":
@@ -330,8 +503,11 @@ async function compiledClient(real: string): Promise<string | undefined> {
  * Starts the gate server for `python` (default python3). Without a C compiler or with a server that
  * does not come up, the gates still skip a pyenv-style shim by putting the real interpreter's
  * directory first on PATH (what `pyenv exec` does for the programs it starts anyway).
+ * `previous`: the server loop before issue #20's last round (a handler process per program, no
+ * code cache, no spawner, pytest imported), for same-run baselines. `pytest`: a server that has
+ * imported pytest, for pytest sessions (no spawner).
  */
-export async function startGatePython(python = 'python3'): Promise<GatePython> {
+export async function startGatePython(python = 'python3', options: { previous?: boolean; pytest?: boolean } = {}): Promise<GatePython> {
   const real = await realInterpreter(python);
   if (!real) return { env: {}, mode: 'direct', close: async () => {} };
   const path = `${dirname(real)}:${process.env.PATH ?? ''}`;
@@ -341,7 +517,8 @@ export async function startGatePython(python = 'python3'): Promise<GatePython> {
   const home = await mkdtemp(join(tmpdir(), 'tbrl-gate-server-'));
   await writeFile(join(home, 'zygote.py'), ZYGOTE_PY);
   const socket = join(home, 'sock');
-  const child: ChildProcess = spawn(real, [join(home, 'zygote.py'), socket, ...PRELOAD], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const withPytest = options.previous || options.pytest;
+  const child: ChildProcess = spawn(real, [join(home, 'zygote.py'), socket, ...(options.previous ? ['--previous'] : []), ...(withPytest ? PRELOAD_PYTEST : PRELOAD_PROGRAMS)], { stdio: ['ignore', 'pipe', 'pipe'] });
   const cleanup = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await rm(home, { recursive: true, force: true });
@@ -384,11 +561,21 @@ export async function startGatePython(python = 'python3'): Promise<GatePython> {
     verifierRunner = join(home, 'verifier_runner.py');
     await writeFile(verifierRunner, VERIFIER_RUNNER_PY);
   }
+  const spawner = withPytest ? undefined : startSpawner(real, runProcess);
+  let pytestServer: Promise<GatePython> | undefined;
   return {
     env,
     mode: 'warm',
     verifierRunner,
+    run: spawner?.run,
+    pytestEnv: withPytest ? undefined : async () => {
+      const server = await (pytestServer ??= startGatePython(python, { pytest: true }));
+      // No pytest server (it did not come up): this one runs the session, importing pytest itself.
+      return server.mode === 'warm' ? server.env : {};
+    },
     close: async () => {
+      spawner?.close();
+      if (pytestServer) await (await pytestServer).close();
       process.removeListener('exit', onExit);
       await cleanup();
     },

@@ -8,13 +8,14 @@ import { outputFiles } from './expected';
 import { applyFault, revertFault, revertFaults } from './faults';
 import type { SynthesizedTask } from './generate';
 import { startGatePython, type GatePython } from './gate-server';
-import { runProcess, scratchDir, writeFiles } from './host';
+import { memoryScratchBase, runProcess, writeFiles } from './host';
 import { checkNoSharedCode, type ShareFinding } from './noshare';
 import { buildProbes, type Probe, type ProbeKind } from './probes';
 import type { FileMap } from './types';
 import { BUILD_DB_SCRIPT, dimBBuilt, dimBSource, elfBytes, parseDimBRows, parseWorld, safetensorsBytes } from './render';
 import { SOLVER_PRELUDE } from './solver-program';
-import { gradeInTypeScript, type SqliteDigestCache } from './ts-grader';
+import type { RunProcess } from './spawner';
+import { gradeInTypeScript, PROMISE_TREES, SYNC_TREES, type SqliteDigestCache, type TreeOps } from './ts-grader';
 
 /**
  * Generation-time gates, run on the host in a scratch directory with python3: the rendered
@@ -73,22 +74,54 @@ export interface GateOptions {
    * the warm runner) instead of starting a python3 per grading; false is the previous path.
    */
   reuseSqliteReads?: boolean;
+  /**
+   * Who starts the gates' processes: 'helper' (default on the warm runner) hands them to the gate
+   * server's spawner (spawner.ts: vfork + exec, Node's own memory is never forked); 'node' is Node's
+   * spawn, the previous path.
+   */
+  spawner?: 'helper' | 'node';
+  /**
+   * Where scratch workspaces and the programs' TMPDIR live: 'memory' (default on the warm runner) a
+   * private directory on /dev/shm when it is an exec-able tmpfs (host.ts memoryScratchBase), else
+   * os.tmpdir(); 'tmpdir' os.tmpdir(), the previous path.
+   */
+  scratch?: 'memory' | 'tmpdir';
+  /**
+   * How workspace trees are copied and removed: 'sync' (default on the warm runner; host.ts copyTree
+   * and removeTree, one synchronous call per entry) or 'fs-promises' (fs.cp and fs.rm, the previous
+   * path). Same trees either way.
+   */
+  trees?: 'sync' | 'fs-promises';
+  /**
+   * The gate server's loop: 'fast' (default) forks each program straight from the server, which
+   * hands it the compiled code of the .py files on its command line from a cache; 'previous' a
+   * handler process per program and no cache (gate-server.ts `previous`). Same programs, same results.
+   */
+  gateServer?: 'fast' | 'previous';
 }
 
 /** One verified state in compare mode: real pytest, the runner running every test, and the verdict the gates used (runner stopping at the first failure, or pytest). */
 export interface VerifierComparison { state: string; pytest: TestOutcomes; runner: TestOutcomes | 'undecided'; pytestPassed: boolean; runnerPassed: boolean; gatesPassed: boolean; gatesVia: Verdict['via'] }
 
-/** How the gates start host processes: the interpreter's name and variables added to each process. */
-export interface HostRun { python: string; env: Record<string, string>; verifierRunner?: string; sqliteDigests?: SqliteDigestCache }
+/**
+ * How the gates start host processes: the interpreter's name and variables added to each process;
+ * `run` starts a process (default Node's spawn, runProcess) and `tmp` is the scratch base (default
+ * os.tmpdir(); when set, it is also the programs' TMPDIR in `env`).
+ */
+export interface HostRun { python: string; env: Record<string, string>; verifierRunner?: string; sqliteDigests?: SqliteDigestCache; run?: RunProcess; tmp?: string; trees?: TreeOps; pytestEnv?: () => Promise<Record<string, string>> }
+
+const run = (host: HostRun): RunProcess => host.run ?? runProcess;
+const trees = (host: HostRun): TreeOps => host.trees ?? PROMISE_TREES;
 
 const gatePythons = new Map<string, Promise<GatePython>>();
 
-/** One gate server per interpreter for the whole process (it starts in about a second; tasks share it). */
-export function sharedGatePython(python = 'python3'): Promise<GatePython> {
-  let started = gatePythons.get(python);
+/** One gate server per interpreter for the whole process (it starts in about a second; tasks share it); `previous`: the previous server loop (baselines). */
+export function sharedGatePython(python = 'python3', previous = false): Promise<GatePython> {
+  const key = `${python}\0${previous}`;
+  let started = gatePythons.get(key);
   if (!started) {
-    started = startGatePython(python);
-    gatePythons.set(python, started);
+    started = startGatePython(python, { previous });
+    gatePythons.set(key, started);
   }
   return started;
 }
@@ -105,7 +138,7 @@ async function prepare(t: SynthesizedTask, root: string, host: HostRun): Promise
   const app = join(root, 'app');
   await writeFiles(app, t.inputs);
   if (t.inputs[BUILD_DB_SCRIPT]) {
-    const built = await runProcess([host.python, join(app, BUILD_DB_SCRIPT), app], { env: host.env });
+    const built = await run(host)([host.python, join(app, BUILD_DB_SCRIPT), app], { env: host.env });
     if (built.code !== 0) throw new Error(`building the SQLite database failed: ${built.stderr.slice(-400)}`);
     await rm(join(app, 'setup'), { recursive: true, force: true });
   }
@@ -118,14 +151,14 @@ async function prepare(t: SynthesizedTask, root: string, host: HostRun): Promise
 
 export async function gradeOnHost(t: SynthesizedTask, root: string, app: string, python: string | HostRun = 'python3'): Promise<GradeResult> {
   const host = typeof python === 'string' ? { python, env: {} } : python;
-  const r = await runProcess([host.python, join(root, 'tests/progress.py'), '--root', app], { env: host.env });
+  const r = await run(host)([host.python, join(root, 'tests/progress.py'), '--root', app], { env: host.env });
   if (r.code !== 0) throw new Error(`progress grader failed (exit ${r.code}): ${r.stderr.slice(-600)}`);
   const parsed = JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as GradeResult;
   // The TypeScript path recomputes gating and Φ from the grader's raw credits: the two must agree.
   const ts = potential(t.contract, parsed.credit);
   if (Math.abs(ts - parsed.phi) > 1e-9) throw new Error(`grader printed Φ=${parsed.phi} but its credits give Φ=${ts}`);
   // And an independent TypeScript grader must give the same credit on the same workspace.
-  const own = await gradeInTypeScript(t, app, host.env, host.sqliteDigests);
+  const own = await gradeInTypeScript(t, app, host.env, host.sqliteDigests, { run: host.run, tmp: host.tmp, trees: host.trees });
   for (const n of t.contract.nodes) {
     if (Math.abs(own.credit[n.id] - parsed.credit[n.id]) > 1e-9) throw new Error(`graders disagree on node ${n.id}: progress.py gives ${parsed.credit[n.id]}, the TypeScript grader ${own.credit[n.id]}`);
   }
@@ -156,7 +189,7 @@ export async function verifyOnHost(root: string, app: string, python: string | H
 }
 
 export async function verifyWithPytest(root: string, app: string, host: HostRun): Promise<Verdict> {
-  const r = await runProcess([host.python, '-m', 'pytest', '-p', 'no:cacheprovider', '-c', join(root, 'tests/pytest.ini'), '--rootdir', join(root, 'tests'), '-q', '-rA', join(root, 'tests/test_outputs.py')], { cwd: app, env: { ...host.env, TBRL_APP: app }, timeoutMs: 300_000 });
+  const r = await run(host)([host.python, '-m', 'pytest', '-p', 'no:cacheprovider', '-c', join(root, 'tests/pytest.ini'), '--rootdir', join(root, 'tests'), '-q', '-rA', join(root, 'tests/test_outputs.py')], { cwd: app, env: { ...host.env, ...(await host.pytestEnv?.()), TBRL_APP: app }, timeoutMs: 300_000 });
   const tests: TestOutcomes = {};
   for (const m of r.stdout.matchAll(/^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) \S*::(\w+)/gm)) tests[m[2]] = m[1].toLowerCase();
   return { passed: r.code === 0, log: r.stdout + r.stderr, via: 'pytest', tests };
@@ -167,9 +200,9 @@ let verdictFiles = 0;
 /** The verifier's tests through the gate server's runner; undefined when only pytest can decide. */
 export async function verifyWithRunner(root: string, app: string, host: HostRun, options: { stopAtFirstFailure?: boolean } = {}): Promise<Verdict | undefined> {
   if (!host.verifierRunner) return undefined;
-  const out = join(tmpdir(), `tbrl-verdict-${process.pid}-${++verdictFiles}.json`);
+  const out = join(host.tmp ?? tmpdir(), `tbrl-verdict-${process.pid}-${++verdictFiles}.json`);
   try {
-    const r = await runProcess([host.python, host.verifierRunner, join(root, 'tests/test_outputs.py'), out, ...(options.stopAtFirstFailure ? ['--stop-at-first-failure'] : [])], { cwd: app, env: { ...host.env, TBRL_APP: app }, timeoutMs: 300_000 });
+    const r = await run(host)([host.python, host.verifierRunner, join(root, 'tests/test_outputs.py'), out, ...(options.stopAtFirstFailure ? ['--stop-at-first-failure'] : [])], { cwd: app, env: { ...host.env, TBRL_APP: app }, timeoutMs: 300_000 });
     if (r.code !== 0 && r.code !== 1) return undefined;
     const result = JSON.parse(await readFile(out, 'utf8')) as { tests: TestOutcomes; undecided: string | null };
     if (result.undecided !== null) return undefined;
@@ -213,7 +246,7 @@ async function directVerifierFits(root: string, testFiles: FileMap): Promise<boo
 }
 
 async function runStep(app: string, script: string, host: HostRun): Promise<void> {
-  const r = await runProcess(['bash', '-c', `${SOLVER_PRELUDE}\n${script}`], { env: { ...host.env, TBRL_APP: app } });
+  const r = await run(host)(['bash', '-c', `${SOLVER_PRELUDE}\n${script}`], { env: { ...host.env, TBRL_APP: app } });
   if (r.code !== 0) throw new Error(`reference step failed (exit ${r.code}): ${r.stderr.slice(-600)}`);
 }
 
@@ -278,12 +311,17 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
   const started = Date.now();
   const python = options.python ?? 'python3';
   const warm = (options.runner ?? 'warm') === 'warm';
-  const server = warm ? await sharedGatePython(python) : undefined;
+  const server = warm ? await sharedGatePython(python, options.gateServer === 'previous') : undefined;
+  const tmp = warm && (options.scratch ?? 'memory') === 'memory' ? memoryScratchBase() : undefined;
   const host: HostRun = {
     python,
-    env: server?.env ?? {},
+    env: { ...server?.env, ...(tmp ? { TMPDIR: tmp } : {}) },
     verifierRunner: (options.verifier ?? 'runner') === 'runner' ? server?.verifierRunner : undefined,
     sqliteDigests: warm && options.reuseSqliteReads !== false ? new Map() : undefined,
+    run: warm && (options.spawner ?? 'helper') === 'helper' ? server?.run : undefined,
+    pytestEnv: server?.pytestEnv,
+    tmp,
+    trees: warm && (options.trees ?? 'sync') === 'sync' ? SYNC_TREES : undefined,
   };
   const testFiles: FileMap = Object.fromEntries(Object.entries(t.taskFiles).filter(([p]) => p.startsWith('tests/')));
   const verifierRuns: Record<Verdict['via'], number> = { runner: 0, pytest: 0 };
@@ -309,7 +347,7 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
   const gates = staticGates(t);
   const referencePhi: number[] = [];
   const probes: ProbeResult[] = [];
-  const scratch = await scratchDir('tbrl-synth-gate-');
+  const scratch = await trees(host).scratch('tbrl-synth-gate-', tmp);
   // The finished reference workspace, copied for probes that start from it (the steps run once).
   let referenceRoot: string | undefined;
   // Warm runner: the untouched workspace, built once and copied for the reference and for the
@@ -323,7 +361,7 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
     }
     const fresh = async (root: string): Promise<string> => {
       if (!pristineRoot) return prepare(t, root, host);
-      await cp(pristineRoot, root, { recursive: true, verbatimSymlinks: true });
+      await trees(host).copy(pristineRoot, root);
       return join(root, 'app');
     };
     // Reference solution, step by step.
@@ -361,7 +399,7 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
         let app: string;
         if (probe.reference) {
           if (!referenceRoot) throw new Error('the reference solution did not run, so this probe has no workspace to start from');
-          await cp(referenceRoot, root, { recursive: true, verbatimSymlinks: true });
+          await trees(host).copy(referenceRoot, root);
           app = join(root, 'app');
         } else app = await fresh(root);
         await applyProbe(app, probe, host);
@@ -371,7 +409,7 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
       } catch (err) {
         outcomes[index].error = `${probe.name}: ${errorMessage(err)}`;
       } finally {
-        await rm(root, { recursive: true, force: true });
+        await trees(host).remove(root);
       }
     };
     if (!warm) {
@@ -423,7 +461,7 @@ async function sqliteRoundTrip(t: SynthesizedTask, app: string, host: HostRun): 
   if (!dimBBuilt(t.spec)) return;
   if (d.format === 'elf') {
     // The stripped binary is run (x86-64 Linux): what it prints must be its source, and its bytes the digest's.
-    const ran = await runProcess([join(app, d.file)], { env: host.env });
+    const ran = await run(host)([join(app, d.file)], { env: host.env });
     if (ran.code !== 0) throw new Error(`running ${d.file} failed (exit ${ran.code}): ${ran.stderr.slice(-400)}`);
     const source = t.inputs[dimBSource(t.spec)];
     if (ran.stdout !== source) throw new Error(`${d.file} does not print the rows of its source`);
@@ -433,7 +471,7 @@ async function sqliteRoundTrip(t: SynthesizedTask, app: string, host: HostRun): 
   const reader = d.format === 'sql'
     ? `import json,sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nprint(json.dumps(c.execute("SELECT ${d.id}, ${d.category}, ${d.unit} FROM ${d.table} ORDER BY rowid").fetchall()))`
     : `import json,struct,sys\nb=open(sys.argv[1],"rb").read()\nn=struct.unpack("<Q",b[:8])[0]\nh=json.loads(b[8:8+n])\nm=h["__metadata__"]\nt=h[${JSON.stringify(d.unit)}]\nu=struct.unpack("<%dq"%t["shape"][0],b[8+n+t["data_offsets"][0]:8+n+t["data_offsets"][1]])\nprint(json.dumps([list(r) for r in zip(json.loads(m["ids"]),json.loads(m["categories"]),u)]))`;
-  const r = await runProcess([host.python, '-c', reader, join(app, d.file)], { env: host.env });
+  const r = await run(host)([host.python, '-c', reader, join(app, d.file)], { env: host.env });
   if (r.code !== 0) throw new Error(`reading ${d.file} back failed: ${r.stderr.slice(-400)}`);
   const rows = (JSON.parse(r.stdout) as [string, string, number][]).map(([id, category, unit]) => ({ id, category, unit }));
   const declared = parseDimBRows(t.spec, t.inputs[dimBSource(t.spec)]);

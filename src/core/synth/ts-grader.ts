@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
-import { cp, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { readdirSync, readFileSync, statSync, writeFileSync, type Dirent } from 'node:fs';
+import { cp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { join, relative, sep } from 'node:path';
 import { potential } from './contract';
 import { basename } from './expected';
 import type { DataDigest, SynthesizedTask } from './generate';
 import { PIPELINE_ENTRY } from './generate';
-import { runProcess, scratchDir } from './host';
+import { copyTree, fastScratchDir, removeTree, runProcess, scratchDir } from './host';
+import type { RunProcess } from './spawner';
 import { indexPath } from './render';
 
 /**
@@ -21,10 +23,20 @@ type Table = { header: string[]; rows: string[][] };
 type Role = 'clean' | 'enriched' | 'report' | 'summary';
 const ROLES: Role[] = ['clean', 'enriched', 'report', 'summary'];
 
+// File reads are synchronous: small files on the gates' scratch disk, and fs.promises.readFile's
+// open / fstat / read / close round trips through the thread pool cost more CPU than the reads.
+const readOrUndefined = (path: string): Buffer | undefined => {
+  try {
+    return readFileSync(path);
+  } catch {
+    return undefined;
+  }
+};
+
 async function nonBlankLines(path: string): Promise<string[] | undefined> {
   let buf: Buffer;
   try {
-    buf = await readFile(path);
+    buf = readFileSync(path);
   } catch {
     return undefined;
   }
@@ -39,7 +51,7 @@ async function nonBlankLines(path: string): Promise<string[] | undefined> {
 
 async function jsonOf(path: string): Promise<unknown> {
   try {
-    return JSON.parse(await readFile(path, 'utf8')) as unknown;
+    return JSON.parse(readFileSync(path, 'utf8')) as unknown;
   } catch {
     return undefined;
   }
@@ -77,11 +89,17 @@ function summaryCredit(seen: unknown, want: Record<string, number>): number {
 
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
-async function walk(dir: string): Promise<string[]> {
+function walk(dir: string): string[] {
   const out: string[] = [];
-  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    entries = [];
+  }
+  for (const e of entries) {
     const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...(await walk(p)));
+    if (e.isDirectory()) out.push(...walk(p));
     else out.push(p);
   }
   return out;
@@ -97,27 +115,27 @@ export type SqliteDigestCache = Map<string, string>;
  * read once per distinct database file (every untouched workspace of a task holds the same bytes)
  * rather than by a python3 per grading.
  */
-async function sqliteDigest(path: string, table: string, columns: string[], env: Record<string, string> = {}, cache?: SqliteDigestCache): Promise<string | undefined> {
-  const bytes = cache ? await readFile(path).catch(() => undefined) : undefined;
+async function sqliteDigest(path: string, table: string, columns: string[], env: Record<string, string> = {}, cache?: SqliteDigestCache, run: RunProcess = runProcess): Promise<string | undefined> {
+  const bytes = cache ? readOrUndefined(path) : undefined;
   const key = bytes ? `${sha(bytes)}\0${table}\0${columns.join(',')}` : undefined;
   if (key && cache?.has(key)) return cache.get(key);
-  const r = await runProcess(['python3', '-c', 'import json,sqlite3,sys\nc=sqlite3.connect("file:"+sys.argv[1]+"?mode=ro",uri=True)\nprint(json.dumps([[str(v) for v in row] for row in c.execute(sys.argv[2]).fetchall()]))', path, `SELECT ${columns.join(', ')} FROM ${table} ORDER BY rowid`], { env });
+  const r = await run(['python3', '-c', 'import json,sqlite3,sys\nc=sqlite3.connect("file:"+sys.argv[1]+"?mode=ro",uri=True)\nprint(json.dumps([[str(v) for v in row] for row in c.execute(sys.argv[2]).fetchall()]))', path, `SELECT ${columns.join(', ')} FROM ${table} ORDER BY rowid`], { env });
   const digest = r.code === 0 ? sha((JSON.parse(r.stdout) as string[][]).map((row) => row.join('\t')).join('\n')) : undefined;
   // Only successful reads are kept: a failure may be the host's (a process limit), not the file's.
   if (digest !== undefined && key) cache?.set(key, digest);
   return digest;
 }
 
-export async function inputsIntact(dataDir: string, digest: DataDigest, env: Record<string, string> = {}, cache?: SqliteDigestCache): Promise<boolean> {
-  const present = (await walk(dataDir)).map((p) => relative(dataDir, p).split(sep).join('/')).sort();
+export async function inputsIntact(dataDir: string, digest: DataDigest, env: Record<string, string> = {}, cache?: SqliteDigestCache, run?: RunProcess): Promise<boolean> {
+  const present = walk(dataDir).map((p) => relative(dataDir, p).split(sep).join('/')).sort();
   const declared = [...Object.keys(digest.files), ...Object.keys(digest.tables)].sort();
   if (!isDeepStrictEqual(present, declared)) return false;
   for (const [rel, want] of Object.entries(digest.files)) {
-    const buf = await readFile(join(dataDir, rel)).catch(() => undefined);
+    const buf = readOrUndefined(join(dataDir, rel));
     if (!buf || sha(buf) !== want) return false;
   }
   for (const [rel, t] of Object.entries(digest.tables)) {
-    if ((await sqliteDigest(join(dataDir, rel), t.table, t.columns, env, cache)) !== t.digest) return false;
+    if ((await sqliteDigest(join(dataDir, rel), t.table, t.columns, env, cache, run)) !== t.digest) return false;
   }
   return true;
 }
@@ -129,26 +147,26 @@ async function readRole(path: string, role: Role): Promise<unknown> {
 }
 
 /** Run the agent's entry point on a private copy of the data and on one without the hold-out partition. */
-async function rerunEntry(t: SynthesizedTask, app: string, env: Record<string, string>): Promise<Produced> {
-  const scratch = await scratchDir('tbrl-synth-tsgrade-');
+async function rerunEntry(t: SynthesizedTask, app: string, env: Record<string, string>, io: GradeIo): Promise<Produced> {
+  const scratch = await (io.trees ?? PROMISE_TREES).scratch('tbrl-synth-tsgrade-', io.tmp);
   const outs = ROLES.map((r) => join(app, t.spec.out[r]));
-  const saved = await Promise.all(outs.map((p) => readFile(p).catch(() => undefined)));
+  const saved = outs.map(readOrUndefined);
   const produced: Produced = { full: {}, held: {} };
   try {
     for (const variant of ['full', 'held'] as const) {
       const input = join(scratch.dir, `${variant}-data`);
-      await cp(join(app, 'data'), input, { recursive: true, verbatimSymlinks: true });
+      await (io.trees ?? PROMISE_TREES).copy(join(app, 'data'), input);
       if (variant === 'held') {
         const holdout = t.draw.world.partitions[t.draw.holdoutPartition].file;
         const index = join(input, indexPath(t.spec).replace(/^data\//, ''));
-        const kept = (await readFile(index, 'utf8')).split('\n').filter((row) => row.split('\t')[0] !== holdout);
-        await writeFile(index, kept.join('\n'));
+        const kept = readFileSync(index, 'utf8').split('\n').filter((row) => row.split('\t')[0] !== holdout);
+        writeFileSync(index, kept.join('\n'));
         await rm(join(index, '..', holdout), { force: true });
       }
       const output = join(scratch.dir, `${variant}-result`);
       await mkdir(output);
       // The exit code does not matter: only what the run leaves behind is compared.
-      await runProcess(['bash', join(app, PIPELINE_ENTRY), input, output], { cwd: scratch.dir, env, timeoutMs: 60_000 });
+      await (io.run ?? runProcess)(['bash', join(app, PIPELINE_ENTRY), input, output], { cwd: scratch.dir, env, timeoutMs: 60_000 });
       for (const role of ROLES) produced[variant][role] = await readRole(join(output, basename(t.spec.out[role])), role);
     }
     return produced;
@@ -157,7 +175,7 @@ async function rerunEntry(t: SynthesizedTask, app: string, env: Record<string, s
     // A pipeline that ignores its output argument must not change the workspace being measured.
     await Promise.all(outs.map(async (p, i) => {
       const before = saved[i];
-      const now = await readFile(p).catch(() => undefined);
+      const now = readOrUndefined(p);
       if (before === undefined) { if (now !== undefined) await rm(p, { force: true }); } else if (!now || !now.equals(before)) await writeFile(p, before);
     }));
   }
@@ -178,8 +196,26 @@ function tracksHoldout(role: Role, held: unknown, full: unknown, wantFull: unkno
   return !(held as string[]).slice(1).some((line) => gone.has(line));
 }
 
+/** How the grader starts processes (default Node's spawn) and where it makes its scratch copies (default os.tmpdir()). */
+export interface GradeIo { run?: RunProcess; tmp?: string; trees?: TreeOps }
+
+/**
+ * Copying a directory tree as fs.cp(src, dst, { recursive: true, verbatimSymlinks: true }) does,
+ * removing one as fs.rm(path, { recursive: true, force: true }) does, and a scratch directory.
+ */
+export interface TreeOps {
+  copy: (src: string, dst: string) => Promise<void>;
+  remove: (path: string) => Promise<void>;
+  scratch: (prefix: string, base?: string) => Promise<{ dir: string; dispose: () => Promise<void> }>;
+}
+
+/** fs.cp / fs.rm (the previous path). */
+export const PROMISE_TREES: TreeOps = { copy: (src, dst) => cp(src, dst, { recursive: true, verbatimSymlinks: true }), remove: (path) => rm(path, { recursive: true, force: true }), scratch: scratchDir };
+/** host.ts copyTree / removeTree: the same trees, one synchronous call per entry. */
+export const SYNC_TREES: TreeOps = { copy: copyTree, remove: removeTree, scratch: fastScratchDir };
+
 /** `env`: variables added to the processes it starts (the gate server's PATH); `cache`: SQLite row digests already read. */
-export async function gradeInTypeScript(t: SynthesizedTask, app: string, env: Record<string, string> = {}, cache?: SqliteDigestCache): Promise<TsGrade> {
+export async function gradeInTypeScript(t: SynthesizedTask, app: string, env: Record<string, string> = {}, cache?: SqliteDigestCache, io: GradeIo = {}): Promise<TsGrade> {
   const progress = JSON.parse(t.taskFiles['tests/progress.json']) as { inputs: DataDigest; expected_holdout: Record<Role, unknown>; pipeline: { expected_report: Table } };
   const e = t.expected;
   const seen = {} as Record<Role, unknown>;
@@ -188,9 +224,15 @@ export async function gradeInTypeScript(t: SynthesizedTask, app: string, env: Re
     seen[role] = await readRole(join(app, t.spec.out[role]), role);
     artifact[role] = role === 'summary' ? summaryCredit(seen[role], e.summary as unknown as Record<string, number>) : tableCredit(seen[role] as string[] | undefined, e[role]);
   }
-  const intact = await inputsIntact(join(app, 'data'), progress.inputs, env, cache);
-  const hasEntry = await stat(join(app, PIPELINE_ENTRY)).then((s) => s.isFile(), () => false);
-  const runs = intact && hasEntry && Math.max(...Object.values(artifact)) > 0 ? await rerunEntry(t, app, env) : undefined;
+  const intact = await inputsIntact(join(app, 'data'), progress.inputs, env, cache, io.run);
+  const hasEntry = (() => {
+    try {
+      return statSync(join(app, PIPELINE_ENTRY)).isFile();
+    } catch {
+      return false;
+    }
+  })();
+  const runs = intact && hasEntry && Math.max(...Object.values(artifact)) > 0 ? await rerunEntry(t, app, env, io) : undefined;
   const credit: Record<string, number> = {};
   const evidence: Record<string, boolean> = {};
   for (const node of t.contract.nodes) {

@@ -68,6 +68,23 @@ def collect(module):
     return items
 
 
+def precompiled(test_file):
+    """The code the import system would compile from test_file, if the gate server has it cached; else None.
+
+    The loader compiles the source with compile(source, path, "exec", dont_inherit=True) unless a
+    valid __pycache__ .pyc is there: then it is left to the loader.
+    """
+    server = sys.modules.get("_tbrl_gate_server")
+    if server is None or not hasattr(server, "cached_code"):
+        return None
+    try:
+        if os.path.exists(importlib.util.cache_from_source(test_file)):
+            return None
+    except Exception:
+        return None
+    return server.cached_code(test_file)
+
+
 def main(test_file, result_path, stop_early=False):
     result = {"tests": {}, "undecided": None}
     code = 0
@@ -75,7 +92,9 @@ def main(test_file, result_path, stop_early=False):
         for variable in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
             if os.environ.get(variable):
                 raise Undecided(variable + " is set")
-        import pytest
+        # pytest's own package (its version) and outcomes, without importing pytest: the gate server
+        # that forks this runner has not (gate-server.ts), and pytest.__version__ is _pytest's.
+        import _pytest
         from _pytest.outcomes import Exit, OutcomeException
         test_file = os.path.abspath(test_file)
         folder = os.path.dirname(test_file)
@@ -90,7 +109,7 @@ def main(test_file, result_path, stop_early=False):
         os.close(null)
         capture = tempfile.TemporaryFile()
         saved = os.dup(1), os.dup(2)
-        os.environ["PYTEST_VERSION"] = pytest.__version__
+        os.environ["PYTEST_VERSION"] = _pytest.__version__
         try:
             os.dup2(capture.fileno(), 1)
             os.dup2(capture.fileno(), 2)
@@ -98,7 +117,11 @@ def main(test_file, result_path, stop_early=False):
                 spec = importlib.util.spec_from_file_location(name, test_file)
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[name] = module
-                spec.loader.exec_module(module)
+                compiled = precompiled(test_file)
+                if compiled is None:
+                    spec.loader.exec_module(module)
+                else:
+                    exec(compiled, module.__dict__)
             except Exception as problem:
                 raise Undecided("importing the test module failed: " + type(problem).__name__)
             for test_name, function in collect(module):

@@ -1,0 +1,174 @@
+/**
+ * How the host gates start processes and copy workspaces (issue #20) must not change what a program
+ * sees or what a copy holds:
+ *
+ * 1. The spawner (spawner.ts) gives a program what Node's spawn gives it — argv, cwd, environment and
+ *    PATH lookup, stdin on /dev/null, stdout and stderr, exit status, code null when killed by a
+ *    signal or at the timeout, an error for a program that does not exist — and its runs match
+ *    runProcess's on each case.
+ * 2. copyTree (host.ts) leaves the same tree as fs.cp: files, modes, nested and empty directories,
+ *    symlinks verbatim; a FIFO goes to fs.cp. removeTree removes what fs.rm does.
+ * 3. The gate server's code cache (gate-server.ts): a script whose bytes change is run as changed,
+ *    and the same bytes run from another path report that path (tracebacks, __file__), as the real
+ *    interpreter does. (Absolute script paths, as the gates run every script: for a relative one the
+ *    server's runpy gives a relative __file__ where python3 since 3.9 gives an absolute one.)
+ */
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { closeGatePythons, sharedGatePython } from '../../src/core/synth/gates';
+import { copyTree, memoryScratchBase, removeTree, runProcess } from '../../src/core/synth/host';
+import { startSpawner } from '../../src/core/synth/spawner';
+
+const scratch = mkdtempSync(join(tmpdir(), 'tbrl-host-io-test-'));
+after(async () => {
+  await closeGatePythons();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+const real = spawnSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).stdout.trim();
+
+describe('the gates\' process spawner', () => {
+  it('runs programs as Node\'s spawn does', async () => {
+    const spawner = startSpawner(real, runProcess);
+    try {
+      mkdirSync(join(scratch, 'bin'), { recursive: true });
+      writeFileSync(join(scratch, 'bin', 'gate-echo'), '#!/bin/bash\necho "$0 $# $*"; pwd; echo "x=$GATE_X" >&2; cat; exit 3\n');
+      chmodSync(join(scratch, 'bin', 'gate-echo'), 0o755);
+      const cases: { argv: string[]; cwd?: string; env?: Record<string, string>; timeoutMs?: number }[] = [
+        { argv: ['gate-echo', 'a b', ''], cwd: scratch, env: { PATH: `${join(scratch, 'bin')}:${process.env.PATH}`, GATE_X: 'y' } },
+        { argv: ['bash', '-c', 'printf "\\xe2\\x82"; printf "\\xac\\n"; echo err >&2; exit 0'] },
+        { argv: ['bash', '-c', 'trap "" PIPE; kill -TERM $$'] },
+        { argv: ['bash', '-c', 'kill -PIPE $$'] },
+        { argv: ['bash', '-c', 'echo started; sleep 5'], timeoutMs: 300 },
+        { argv: ['python3', '-c', 'import signal,sys; print([signal.getsignal(s) == signal.SIG_DFL for s in (signal.SIGPIPE, signal.SIGINT, signal.SIGXFSZ)], sys.stdin.read() == "")'] },
+        { argv: ['bash', '-c', 'for f in 0 1 2; do readlink /proc/$$/fd/$f | sed "s/:.*//"; done'] },
+        { argv: ['bash', '-c', 'echo "$TBRL_NOT_SET-$HOME"'] },
+      ];
+      for (const c of cases) {
+        const viaNode = await runProcess(c.argv, c);
+        const viaSpawner = await spawner.run(c.argv, c);
+        assert.deepEqual(viaSpawner, viaNode, c.argv.join(' '));
+      }
+      const missing = await spawner.run(['tbrl-no-such-program']);
+      assert.equal(missing.code, null);
+      assert.match(missing.stderr, /tbrl-no-such-program.*(ENOENT|No such file)/);
+      const runs = await Promise.all(Array.from({ length: 8 }, (_, i) => spawner.run(['bash', '-c', `sleep 0.0${i}; echo ${i}`])));
+      assert.deepEqual(runs.map((r) => r.stdout), Array.from({ length: 8 }, (_, i) => `${i}\n`), 'concurrent runs get their own answers');
+    } finally {
+      spawner.close();
+    }
+  });
+
+  it('falls back to Node\'s spawn when the helper is gone', async () => {
+    const spawner = startSpawner(real, runProcess);
+    spawner.close();
+    const r = await spawner.run(['bash', '-c', 'echo still']);
+    assert.deepEqual(r, { code: 0, stdout: 'still\n', stderr: '' });
+    const never = startSpawner(join(scratch, 'no-python'), runProcess);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.deepEqual(await never.run(['bash', '-c', 'echo fallback']), { code: 0, stdout: 'fallback\n', stderr: '' });
+  });
+});
+
+describe('copyTree', () => {
+  const listing = (root: string): string[] => {
+    const out: string[] = [];
+    const walk = (rel: string) => {
+      for (const name of readdirSync(join(root, rel)).sort()) {
+        const p = join(rel, name);
+        const st = lstatSync(join(root, p));
+        const what = st.isSymbolicLink() ? `link ${readlinkSync(join(root, p))}` : st.isDirectory() ? 'dir' : `file ${readFileSync(join(root, p), 'base64')}`;
+        out.push(`${p} ${(st.mode & 0o7777).toString(8)} ${what}`);
+        if (st.isDirectory()) walk(p);
+      }
+    };
+    walk('');
+    return [`. ${(lstatSync(root).mode & 0o7777).toString(8)}`, ...out];
+  };
+
+  it('leaves what fs.cp leaves', async () => {
+    const src = join(scratch, 'tree');
+    mkdirSync(join(src, 'app', 'data', 'deep', 'er'), { recursive: true });
+    mkdirSync(join(src, 'app', 'empty'));
+    writeFileSync(join(src, 'app', 'pipeline.sh'), '#!/bin/bash\n');
+    chmodSync(join(src, 'app', 'pipeline.sh'), 0o755);
+    writeFileSync(join(src, 'app', 'data', 'deep', 'er', 'x.bin'), Buffer.from([0, 1, 2, 255]));
+    writeFileSync(join(src, 'app', 'data', 'ro.csv'), 'a,b\n');
+    chmodSync(join(src, 'app', 'data', 'ro.csv'), 0o444);
+    chmodSync(join(src, 'app', 'empty'), 0o700);
+    symlinkSync('../data/ro.csv', join(src, 'app', 'empty', 'rel-link'));
+    symlinkSync('/nonexistent/target', join(src, 'app', 'dangling'));
+    const viaCp = join(scratch, 'via-cp');
+    const viaTree = join(scratch, 'via-tree');
+    await cp(src, viaCp, { recursive: true, verbatimSymlinks: true });
+    await copyTree(src, viaTree);
+    assert.deepEqual(listing(viaTree), listing(viaCp));
+    assert.ok(listing(viaTree).length > 8);
+    // A FIFO is fs.cp's to handle (it refuses it): the same error either way.
+    execFileSync('mkfifo', [join(src, 'app', 'fifo')]);
+    const errorOf = (p: Promise<void>) => p.then(() => 'copied', (e: NodeJS.ErrnoException) => e.code ?? String(e));
+    assert.equal(await errorOf(copyTree(src, join(scratch, 'fifo-tree'))), await errorOf(cp(src, join(scratch, 'fifo-cp'), { recursive: true, verbatimSymlinks: true })));
+  });
+
+  it('removeTree removes what fs.rm removes, never a symlink\'s target', async () => {
+    const keep = join(scratch, 'keep');
+    mkdirSync(keep, { recursive: true });
+    writeFileSync(join(keep, 'kept.txt'), 'x');
+    const doomed = join(scratch, 'doomed');
+    await copyTree(join(scratch, 'via-cp'), doomed);
+    symlinkSync(keep, join(doomed, 'app', 'to-keep'));
+    chmodSync(join(doomed, 'app', 'empty'), 0o500);
+    await removeTree(doomed);
+    assert.equal(lstatSync(doomed, { throwIfNoEntry: false }), undefined);
+    assert.equal(readFileSync(join(keep, 'kept.txt'), 'utf8'), 'x');
+    await removeTree(doomed);
+    writeFileSync(join(scratch, 'a-file'), 'x');
+    await removeTree(join(scratch, 'a-file'));
+    assert.equal(lstatSync(join(scratch, 'a-file'), { throwIfNoEntry: false }), undefined);
+  });
+
+  it('has a memory scratch base where /dev/shm is an exec-able tmpfs', () => {
+    const mounts = readFileSync('/proc/mounts', 'utf8').split('\n').map((l) => l.split(' ')).filter((f) => f[1] === '/dev/shm');
+    const usable = mounts.length > 0 && mounts[mounts.length - 1][2] === 'tmpfs' && !mounts[mounts.length - 1][3].split(',').includes('noexec');
+    const base = memoryScratchBase();
+    if (usable) {
+      assert.ok(base?.startsWith('/dev/shm/tbrl-gates-'), String(base));
+      writeFileSync(join(base!, 'x.sh'), '#!/bin/sh\necho ran\n');
+      chmodSync(join(base!, 'x.sh'), 0o755);
+      assert.equal(execFileSync(join(base!, 'x.sh'), { encoding: 'utf8' }), 'ran\n');
+    } else assert.equal(base, undefined);
+  });
+});
+
+describe('the gate server\'s code cache', () => {
+  it('runs a changed script as changed, and the same script at another path under that path', async () => {
+    const server = await sharedGatePython();
+    assert.equal(server.mode, 'warm');
+    const dirs = [join(scratch, 'one'), join(scratch, 'two', 'deeper')];
+    for (const d of dirs) mkdirSync(d, { recursive: true });
+    const body = (n: number) => `import sys\nprint(${n}, __file__, sys.argv[0])\ndef f():\n    raise ValueError("in f")\nif len(sys.argv) > 1:\n    f()\n`;
+    const runBoth = (argv: string[], cwd: string) => {
+      const run = (env: Record<string, string>) => spawnSync('python3', argv, { cwd, encoding: 'utf8', env: { ...process.env, ...env } });
+      const warm = run(server.env);
+      const cold = run({ PATH: `${join(real, '..')}:${process.env.PATH}` });
+      assert.deepEqual([warm.status, warm.stdout, warm.stderr], [cold.status, cold.stdout, cold.stderr], `${argv.join(' ')} in ${cwd}`);
+      return warm;
+    };
+    for (const n of [1, 2]) {
+      for (const d of dirs) writeFileSync(join(d, 'prog.py'), body(n));
+      for (const d of dirs) {
+        assert.match(runBoth([join(d, 'prog.py')], scratch).stdout, new RegExp(`^${n} `));
+        assert.match(runBoth([join(d, 'prog.py'), 'fail'], d).stderr, new RegExp(`File "${join(d, 'prog.py')}", line 4, in f`));
+        assert.match(runBoth([join(d, 'prog.py'), 'fail'], scratch).stderr, new RegExp(`File "${join(d, 'prog.py')}", line 6`));
+      }
+    }
+    // Not Python source: whatever the interpreter says about it.
+    writeFileSync(join(dirs[0], 'bad.py'), 'def (:\n');
+    assert.notEqual(runBoth([join(dirs[0], 'bad.py')], scratch).status, 0);
+  });
+});
