@@ -28,6 +28,11 @@ models=("${TBRL_MODEL_DIR:-$HOME/.cache/tbrl/models}/SmolLM2-135M-Instruct.Q4_1.
 echo "llama.cpp $(git -C "$cache" log -1 --format=%h) from node-llama-cpp's bundle; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for model in "${models[@]}"; do
   for threads in 1 2; do
+    # llama.cpp's workers spin: with more threads than idle cores a step waits for a descheduled one
+    # (measured beside a CI run: N=1 took 8 s instead of 0.4), so only 1 thread on a busy machine.
+    if [ "$threads" -gt 1 ] && awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v c="$(nproc)" 'BEGIN {exit !(l > c - 1)}'; then
+      echo "$(basename "$model"): $threads threads skipped, load average $(cut -d' ' -f1 /proc/loadavg) leaves no idle core"; continue
+    fi
     for kv in -kvu -no-kvu; do
       rows=$("$bin" -m "$model" -c 16384 -b 2048 -ub 512 -npp 1700 -ntg 16 -npl 1,8 -pps "$kv" -t "$threads" 2>/dev/null | grep -E '^\| +1700 ')
       # Columns: PP | TG | B | N_KV | T_PP s | S_PP t/s | T_TG s | ...
