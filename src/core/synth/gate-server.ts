@@ -248,6 +248,16 @@ def run_program(cwd, argv, env):
     os._exit(code)
 
 
+def run_on(fds, cwd, argv, env):
+    """In a forked child: the client's three fds become 0-2, then the program runs (never returns)."""
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    run_program(cwd, argv, env)
+
+
 def serve(listener):
     """One loop, no handler process: forks each program straight from the server and reports its exit.
 
@@ -279,12 +289,7 @@ def serve(listener):
                     for other, watch in live.values():
                         other.close()
                         os.close(watch)
-                    for target, fd in enumerate(fds):
-                        os.dup2(fd, target)
-                    for fd in fds:
-                        if fd > 2:
-                            os.close(fd)
-                    run_program(cwd, argv, env)
+                    run_on(fds, cwd, argv, env)
                 for fd in fds:
                     os.close(fd)
                 watch = os.pidfd_open(child)
@@ -333,12 +338,7 @@ def handle(conn, listener):
     child = os.fork()
     if child == 0:
         conn.close()
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-        for fd in fds:
-            if fd > 2:
-                os.close(fd)
-        run_program(cwd, argv, env)
+        run_on(fds, cwd, argv, env)
     for fd in fds:
         os.close(fd)
     watch = os.pidfd_open(child)
