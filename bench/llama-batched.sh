@@ -6,7 +6,7 @@
 # read once and shared, `-pps`) beside the one node-llama-cpp uses (`-no-kvu`), so a reader can see
 # whether a unified KV cache would bring a turn of 8 candidates to ≤ 3x one candidate here.
 #
-# Usage: bash bench/llama-batched.sh [extra.gguf]     (needs cmake and a C++ compiler; ~10 min build
+# Usage: bash bench/llama-batched.sh [extra.gguf]     (needs cmake and a C++ compiler; a 10-25 min build
 #        on 2 cores the first time, cached in ${TBRL_CACHE_DIR:-~/.cache/tbrl}/llama-batched-bench)
 # Prints, per model, layout and thread count: the 16-token generation time of 1 and of 8 sequences
 # after a 1,700-token prompt, and their ratio.
