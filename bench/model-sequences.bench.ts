@@ -8,6 +8,7 @@
 //      BENCH_TOKENS=64, BENCH_ROUNDS=4)
 import { cpus, loadavg } from 'node:os';
 import { defaultModelPath } from '../src/core/serve/default-model';
+import { inProcessTokensPerSecond } from './llama-generate';
 
 import type { LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 
@@ -24,17 +25,7 @@ async function tokensPerSecond(model: LlamaModel, threads: number, seqCount: num
     const seq = ctx.getSequence();
     await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(0, -1));
     const out: number[] = [];
-    for (const seed of seeds) {
-      const cached = seq.contextTokens.length;
-      if (cached > prompt.length - 1) await seq.eraseContextTokenRanges([{ start: prompt.length - 1, end: cached }]);
-      const t0 = performance.now();
-      let n = 0;
-      for await (const token of seq.evaluate(prompt.slice(-1), { temperature: 0.8, seed })) {
-        void token;
-        if (++n >= tokens) break;
-      }
-      out.push(n / ((performance.now() - t0) / 1000));
-    }
+    for (const seed of seeds) out.push(await inProcessTokensPerSecond(seq, prompt, tokens, seed));
     return out;
   } finally {
     await ctx.dispose();

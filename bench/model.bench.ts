@@ -24,6 +24,7 @@ import { LocalEngine, defaultThreads, type GenerationTimings } from '../src/core
 import { startServer } from '../src/core/serve/server';
 import { defaultModelPath } from '../src/core/serve/default-model';
 import { loadSystemPrompt } from '../src/core/agent/prompt';
+import { inProcessTokensPerSecond } from './llama-generate';
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 20);
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 32);
@@ -91,17 +92,7 @@ async function inProcessBaseline(prompt: number[], threads: number) {
   const ppTps = (prompt.length - 1) / ((performance.now() - t) / 1000);
   return {
     ppTps,
-    async generate(seed: number): Promise<number> {
-      const cached = seq.contextTokens.length;
-      if (cached > prompt.length - 1) await seq.eraseContextTokenRanges([{ start: prompt.length - 1, end: cached }]);
-      const t0 = performance.now();
-      let n = 0;
-      for await (const tok of seq.evaluate(prompt.slice(-1) as never, { temperature: 0.8, seed })) {
-        void tok;
-        if (++n >= TOKENS) break;
-      }
-      return n / ((performance.now() - t0) / 1000);
-    },
+    generate: (seed: number): Promise<number> => inProcessTokensPerSecond(seq, prompt as never, TOKENS, seed),
     async dispose() {
       await ctx.dispose();
       await model.dispose();
