@@ -76,5 +76,6 @@ test('a damaged frame is reported as damaged with its trial, never misread', () 
 test('start and running markers, with Ray\'s worker prefix in front', () => {
   assert.deepEqual(parseRayLogLine('TBRL_EVAL_START {"trial": "t2__1"}'), { type: 'start', trial: 't2__1' });
   assert.deepEqual(parseRayLogLine('(run_trial pid=77, ip=127.0.0.1) TBRL_EVAL_RUNNING {"trial": "t2__1", "node": "ab", "raylet_pid": 12}'), { type: 'running', trial: 't2__1', node: 'ab', rayletPid: 12 });
+  assert.deepEqual(parseRayLogLine('(TrialNode pid=77) TBRL_EVAL_RUNNING {"trial": "t2__1", "node": "ab", "raylet_pid": 12, "run": "9f0e"}'), { type: 'running', trial: 't2__1', node: 'ab', rayletPid: 12, run: '9f0e' });
   assert.equal(parseRayLogLine('just a log line'), undefined);
 });

@@ -36,13 +36,14 @@ export const evalTrialCommand: CliCommand = {
   summary: 'Run one trial of an eval job from a spec file (used by `tbrl eval --ray` on cluster nodes)',
   usage: [
     'eval-trial <spec.json>   (spec: { trial, attempt, retries, task, run, dir, node })',
-    'eval-trial --serve       spec paths on stdin, one a line; after each trial a `TBRL_TRIAL_DONE {"rc":N}` line.',
-    '                         A Ray worker keeps one such process for the trials it runs: no process start',
-    '                         per trial, and one Docker provider for them all.',
+    'eval-trial --serve [--slots N]   spec paths on stdin, one a line, run as they come (N at once, the',
+    '                         node\'s docker slots, bound the deferred removals); after each trial a',
+    '                         `TBRL_TRIAL_DONE {"path":...,"rc":N}` line. One such process per node serves all its',
+    '                         trials: one node start, one Docker provider, one set of volume checks and readers.',
     'eval-trial --reap PID SINCE   waits for its stdin to close (PID, a --serve process, holds the other end),',
     '                         then removes the containers PID created since SINCE (epoch seconds).',
   ].join('\n'),
-  options: { serve: { type: 'boolean' }, reap: { type: 'string' } },
+  options: { serve: { type: 'boolean' }, slots: { type: 'string' }, reap: { type: 'string' } },
   async run({ positionals, values }) {
     if (values.reap !== undefined) return reap(Number(values.reap), Number(positionals[0]));
     const controller = new AbortController();
@@ -51,35 +52,40 @@ export const evalTrialCommand: CliCommand = {
       process.on('SIGTERM', () => controller.abort('interrupted'));
       return runSpec(positionals[0], { sandboxProvider: new DockerSandboxProvider() }, controller.signal);
     }
-    // What a local job shares between its trials, kept between this worker's trials: the reader
+    // What a local job shares between its trials, kept for all the trials of this node: the reader
     // containers of each image (trace baseline, originals) and the removal of a finished trial's
-    // containers in the background, while the next trial runs. When its job ends Ray SIGKILLs a
-    // worker's child processes, which leaves this process no time to remove what it keeps: the
-    // reaper, a process of its own session that outlives it, removes them once it is gone.
+    // containers in the background. When its job ends Ray kills the node's actor, which may leave this
+    // process no time to remove what it keeps: the reaper, a process of its own session that outlives
+    // it, removes them once it is gone.
+    const slots = values.slots === undefined ? 1 : Number(values.slots);
+    if (!Number.isInteger(slots) || slots < 1) throw new UsageError(`--slots expects a whole number ≥ 1 (the trials this node runs at once), not ${String(values.slots)}`);
     startReaper();
-    const pool = new EvalSandboxPool(new DockerSandboxProvider(), { lookahead: 0, maxPendingRemovals: 2, runLabel: `eval-trial-${process.pid}` });
+    const pool = new EvalSandboxPool(new DockerSandboxProvider(), { lookahead: 0, maxPendingRemovals: Math.max(2, slots), runLabel: `eval-trial-${process.pid}` });
     const shared: TrialRunOptions = { sandboxProvider: pool, deferClose: pool.deferClose };
     const releaseReaders = holdSharedReaders();
     let ending: Promise<void> | undefined;
     const end = (): Promise<void> => (ending ??= pool.close().then(releaseReaders));
-    let busy: Promise<unknown> = Promise.resolve();
-    // SIGTERM: the Ray worker died (PR_SET_PDEATHSIG); stop the trial, remove the containers, then exit.
+    const running = new Set<Promise<unknown>>();
+    // SIGTERM: the node's actor died (PR_SET_PDEATHSIG); stop the trials, remove the containers, then exit.
     process.on('SIGTERM', () => {
       controller.abort('interrupted');
-      void busy.finally(() => end().finally(() => process.exit(130)));
+      void Promise.allSettled([...running]).finally(() => end().finally(() => process.exit(130)));
     });
+    // Trials run as their lines arrive (the actor sends at most its slots at once); each answer names its spec.
     for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
       const path = line.trim();
       if (!path) continue;
-      const ran = runSpec(path, shared, controller.signal).then(
-        (rc) => ({ rc }),
-        (err: unknown) => ({ rc: 1, error: errorMessage(err).slice(-2000) }),
-      );
-      busy = ran;
-      process.stdout.write(`${TRIAL_DONE_PREFIX}${JSON.stringify(await ran)}\n`);
       if (controller.signal.aborted) break;
+      const ran: Promise<void> = runSpec(path, shared, controller.signal).then(
+        (rc) => ({ path, rc }),
+        (err: unknown) => ({ path, rc: 1, error: errorMessage(err).slice(-2000) }),
+      ).then((answer) => {
+        process.stdout.write(`${TRIAL_DONE_PREFIX}${JSON.stringify(answer)}\n`);
+      }).finally(() => running.delete(ran));
+      running.add(ran);
     }
-    // stdin closed: the worker is done with this process.
+    // stdin closed: the actor is done with this process.
+    await Promise.allSettled([...running]);
     await end();
     return controller.signal.aborted ? 130 : 0;
   },

@@ -119,7 +119,8 @@ export interface RayTrialResult {
 
 /** What one line of the driver's job log says (ray-driver.ts describes the frames). */
 export type RayLogEvent =
-  | { type: 'running'; trial: string; node: string; rayletPid: number }
+  /** `run`: one id per time a trial begins on a node (Ray's log forwarding can deliver a line more than once). */
+  | { type: 'running'; trial: string; node: string; rayletPid: number; run?: string }
   | { type: 'start'; trial: string }
   | { type: 'result'; trial: string; result: RayTrialResult }
   /** A result frame that did not arrive whole: its trial, when the frame still names it, and why. */
@@ -151,8 +152,8 @@ export function parseRayLogLine(line: string): RayLogEvent | undefined {
   const runningAt = line.indexOf(RUNNING_MARKER);
   if (runningAt >= 0) {
     try {
-      const e = JSON.parse(line.slice(runningAt + RUNNING_MARKER.length)) as { trial: string; node: string; raylet_pid: number };
-      return { type: 'running', trial: e.trial, node: e.node, rayletPid: e.raylet_pid };
+      const e = JSON.parse(line.slice(runningAt + RUNNING_MARKER.length)) as { trial: string; node: string; raylet_pid: number; run?: string };
+      return { type: 'running', trial: e.trial, node: e.node, rayletPid: e.raylet_pid, ...(e.run ? { run: e.run } : {}) };
     } catch {
       return undefined; // only informative: where a trial runs
     }
@@ -205,6 +206,7 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
       const byName = new Map(trials.map((t) => [t.trial, t]));
       const started = new Set<string>();
       const finished = new Set<string>();
+      const runs = new Set<string>();
       // The tail ends when the job does, or as soon as every trial is recorded: the driver's exit and
       // Ray's noticing it (seconds on a busy head) no longer hold up the client.
       const tailStop = new AbortController();
@@ -214,6 +216,11 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
         const e = parseRayLogLine(line);
         if (!e) return;
         if (e.type === 'running') {
+          // A line forwarded twice (a node's log monitor may read another's files on one host) is one run.
+          if (e.run !== undefined) {
+            if (runs.has(e.run)) return;
+            runs.add(e.run);
+          }
           cluster.onTrialRunning?.({ trial: e.trial, node: e.node, rayletPid: e.rayletPid });
           return;
         }
