@@ -150,7 +150,12 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
       async () => (await getJson(`${dashboard}/api/version`)) !== undefined && (await aliveNodes(dashboard)) >= 1, 'the Ray head');
     // One at a time: nodes started together on one host can pick the same plasma socket name and crash.
     for (let i = 1; i <= workers; i++) {
-      await startNode(`worker-${i}`, ['--address', `127.0.0.1:${base}`, '--num-cpus', '1', '--resources', JSON.stringify({ docker: options.dockerSlots ?? 4 }), ...ports(i)],
+      // Each node its own temp dir (as on separate machines): with one shared logs dir every node's log
+      // monitor tails every node's files, so each worker line reaches the driver once per node and the
+      // monitors do that work three times over.
+      const nodeTemp = join(temp, `worker-${i}`);
+      mkdirSync(nodeTemp, { recursive: true });
+      await startNode(`worker-${i}`, ['--address', `127.0.0.1:${base}`, '--temp-dir', nodeTemp, '--num-cpus', '1', '--resources', JSON.stringify({ docker: options.dockerSlots ?? 4 }), ...ports(i)],
         async () => (await aliveDockerNodes(dashboard)) >= i, `worker node ${i} with the docker resource`);
     }
   } catch (err) {
