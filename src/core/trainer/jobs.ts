@@ -166,7 +166,9 @@ export class RayJobsClient {
         // No permessage-deflate: Ray's dashboard proxy forwards the offer to its job module but reads
         // the reply frames uncompressed, so a compressed stream dies with "Unknown msg type: 258".
         const ws = new WebSocket(url, { headers: this.conn.authHeaders(), ...this.conn.tlsOptions(), perMessageDeflate: false, handshakeTimeout: this.conn.options.timeoutMs ?? 30_000 });
-        const onAbort = (): void => ws.close();
+        // terminate, not close: Ray's tail handler never reads from the socket, so it answers a close
+        // frame only when the job ends (seconds after the caller stopped listening, or never).
+        const onAbort = (): void => ws.terminate();
         options.signal?.addEventListener('abort', onAbort, { once: true });
         ws.on('message', (data: WebSocket.RawData) => {
           if (options.stats) options.stats.frames++;
