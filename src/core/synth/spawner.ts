@@ -18,7 +18,7 @@ import type { Proc } from './host';
  * timeout; a program killed by a signal reports code null, one that cannot be started code null and
  * the error. If the helper cannot start, or exits, runs go back to Node's own spawn.
  */
-export type RunProcess = (argv: string[], options?: { cwd?: string; env?: Record<string, string>; timeoutMs?: number }) => Promise<Proc>;
+export type RunProcess = (argv: string[], options?: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; discardOutput?: boolean }) => Promise<Proc>;
 
 export const SPAWNER_PY = String.raw`"""Starts programs for the host gates: one JSON request per line on stdin, one JSON answer per line on stdout."""
 import base64
@@ -42,10 +42,12 @@ def answer(message):
 def run(request):
     ident = request["id"]
     # stdout and stderr on Unix socket pairs, as Node's spawn (libuv) gives a child.
-    pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(2)]
+    # discard: both on /dev/null (stdio 'ignore').
+    pairs = [] if request.get("discard") else [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(2)]
     try:
         child = subprocess.Popen(request["argv"], cwd=request["cwd"], env=request["env"], stdin=subprocess.DEVNULL,
-                                 stdout=pairs[0][1].fileno(), stderr=pairs[1][1].fileno(), close_fds=True)
+                                 stdout=pairs[0][1].fileno() if pairs else subprocess.DEVNULL,
+                                 stderr=pairs[1][1].fileno() if pairs else subprocess.DEVNULL, close_fds=True)
     except OSError as problem:
         for pair in pairs:
             pair[0].close()
@@ -132,7 +134,7 @@ export function startSpawner(python: string, fallback: RunProcess): Spawner {
   const run: RunProcess = (argv, options = {}) => {
     if (!child) return fallback(argv, options);
     const id = ++next;
-    const request = { id, argv, cwd: options.cwd ?? process.cwd(), env: { ...process.env, ...options.env }, timeout: (options.timeoutMs ?? 120_000) / 1000 };
+    const request = { id, argv, cwd: options.cwd ?? process.cwd(), env: { ...process.env, ...options.env }, timeout: (options.timeoutMs ?? 120_000) / 1000, ...(options.discardOutput ? { discard: true } : {}) };
     return new Promise<Proc>((resolve) => {
       pending.set(id, { resolve });
       // A pending run keeps Node alive as Node's own spawn would.
