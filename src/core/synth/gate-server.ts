@@ -82,7 +82,6 @@ import signal
 import socket
 import stat
 import struct
-import subprocess
 import sys
 import types
 
@@ -103,8 +102,10 @@ RUNS = collections.OrderedDict()
 RUNS_SIZE = 256
 # A tree larger than this is not hashed (its run is not shared).
 TREE_LIMIT = 16 << 20
-# The client's answer that means "nothing ran: run it yourself" (the bash stand-in then execs bash).
+# Answers to the bash stand-in: "nothing ran, exec bash" (the run cannot be shared), and "run bash
+# yourself and report its exit status" (the run is kept once the report arrives).
 RUN_IT_YOURSELF = -(1 << 31)
+RUN_AND_REPORT = -(1 << 31) + 1
 
 for name in sys.argv[3 if PREVIOUS else 2:]:
     try:
@@ -278,37 +279,51 @@ def run_on(fds, cwd, argv, env):
     run_program(cwd, argv, env)
 
 
+def read_all(fd, size):
+    chunks = []
+    while True:
+        chunk = os.read(fd, max(size + 1, 1 << 16))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
 def walk_tree(root, keep):
     """The tree under root as (relative path, kind, mode, content or link) in a fixed order; None if it holds
     anything but directories, regular files and symlinks, or more than TREE_LIMIT bytes. keep=False: file
-    contents as their sha256."""
+    contents as their sha256. (scandir's entry types spare an lstat per file.)"""
     found = []
     total = 0
     pending = [b""]
     while pending:
         rel = pending.pop()
         try:
-            names = sorted(os.listdir(os.path.join(root, rel) if rel else root))
+            with os.scandir(os.path.join(root, rel) if rel else root) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
         except OSError:
             return None
         below = []
-        for name in names:
-            sub = os.path.join(rel, name) if rel else name
-            path = os.path.join(root, sub)
+        for entry in entries:
+            sub = os.path.join(rel, entry.name) if rel else entry.name
             try:
-                info = os.lstat(path)
-                if stat.S_ISDIR(info.st_mode):
-                    found.append((sub, b"d", stat.S_IMODE(info.st_mode), b""))
+                if entry.is_dir(follow_symlinks=False):
+                    found.append((sub, b"d", stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode), b""))
                     below.append(sub)
-                elif stat.S_ISREG(info.st_mode):
-                    total += info.st_size
+                elif entry.is_symlink():
+                    found.append((sub, b"l", 0, os.readlink(entry.path)))
+                elif entry.is_file(follow_symlinks=False):
+                    fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                    try:
+                        info = os.fstat(fd)
+                        if not stat.S_ISREG(info.st_mode) or total + info.st_size > TREE_LIMIT:
+                            return None
+                        data = read_all(fd, info.st_size)
+                    finally:
+                        os.close(fd)
+                    total += len(data)
                     if total > TREE_LIMIT:
                         return None
-                    with open(path, "rb") as handle:
-                        data = handle.read()
                     found.append((sub, b"f", stat.S_IMODE(info.st_mode), data if keep else hashlib.sha256(data).digest()))
-                elif stat.S_ISLNK(info.st_mode):
-                    found.append((sub, b"l", 0, os.readlink(path)))
                 else:
                     return None
             except OSError:
@@ -440,8 +455,7 @@ def serve(listener):
                 plan = None
                 if mode == b"bash":
                     # The bash stand-in: a run kept for the same key is written into the output
-                    # directory; else the real bash runs it here (and its result is kept), or, when
-                    # it cannot be shared, the stand-in execs bash itself.
+                    # directory; when the run cannot be shared, the stand-in execs bash itself.
                     plan = run_plan(cwd, argv, env)
                     code = None
                     if plan is not None:
@@ -454,20 +468,18 @@ def serve(listener):
                             os.close(fd)
                         answer(conn, RUN_IT_YOURSELF if code is None else code)
                         continue
-                    try:
-                        process = subprocess.Popen(argv, executable=REAL_BASH, cwd=cwd, env=env, stdin=fds[0],
-                                                   stdout=fds[1], stderr=fds[2], close_fds=True)
-                    except OSError:
-                        for fd in fds:
-                            os.close(fd)
-                        answer(conn, RUN_IT_YOURSELF)
-                        continue
+                    # A miss: the stand-in runs bash as its own child (as progress.py's bash was) and
+                    # reports its exit status; the run is kept before the stand-in is answered.
                     for fd in fds:
                         os.close(fd)
-                    watch = os.pidfd_open(process.pid)
-                    live[process.pid] = (conn, watch, (plan, process))
-                    selector.register(watch, selectors.EVENT_READ, ("exited", process.pid))
-                    selector.register(conn, selectors.EVENT_READ, ("client", process.pid))
+                    try:
+                        conn.settimeout(1)
+                        conn.sendall(struct.pack("=i", RUN_AND_REPORT))
+                        conn.settimeout(None)
+                    except OSError:
+                        conn.close()
+                        continue
+                    selector.register(conn, selectors.EVENT_READ, ("report", conn, plan))
                     continue
                 precompiled = precompile(cwd, argv)
                 child = os.fork()
@@ -477,16 +489,30 @@ def serve(listener):
                     selector.close()
                     listener.close()
                     conn.close()
-                    for other, watch, _ in live.values():
+                    for other, watch in live.values():
                         other.close()
                         os.close(watch)
                     run_on(fds, cwd, argv, env)
                 for fd in fds:
                     os.close(fd)
                 watch = os.pidfd_open(child)
-                live[child] = (conn, watch, None)
+                live[child] = (conn, watch)
                 selector.register(watch, selectors.EVENT_READ, ("exited", child))
                 selector.register(conn, selectors.EVENT_READ, ("client", child))
+            elif key.data[0] == "report":
+                _, conn, plan = key.data
+                selector.unregister(conn)
+                try:
+                    conn.settimeout(10)
+                    head = conn.recv(4, socket.MSG_WAITALL)
+                except OSError:
+                    head = b""
+                if len(head) == 4:
+                    record_run(plan, struct.unpack("=i", head)[0])
+                    answer(conn, 0)
+                else:
+                    # The stand-in died before its run finished (killed at a timeout): nothing is kept.
+                    conn.close()
             elif key.data[0] == "client":
                 child = key.data[1]
                 conn = live[child][0]
@@ -502,21 +528,15 @@ def serve(listener):
                     os.kill(child, signal.SIGKILL)
             else:
                 child = key.data[1]
-                conn, watch, shared = live.pop(child)
+                conn, watch = live.pop(child)
                 selector.unregister(watch)
                 try:
                     selector.unregister(conn)
                 except KeyError:
                     pass
                 os.close(watch)
-                if shared is None:
-                    _, status = os.waitpid(child, 0)
-                    code = os.waitstatus_to_exitcode(status)
-                else:
-                    plan, process = shared
-                    code = process.wait()
-                    record_run(plan, code)
-                answer(conn, code)
+                _, status = os.waitpid(child, 0)
+                answer(conn, os.waitstatus_to_exitcode(status))
 
 
 def handle(conn, listener):
@@ -588,8 +608,10 @@ export const CLIENT_C = String.raw`/* python3 stand-in for the host gates: hands
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -678,6 +700,35 @@ int main(int argc, char **argv) {
   }
   /* The server ran nothing (the run cannot be shared): run it here. */
   if (status == INT32_MIN) { close(s); fallback(argv); }
+#ifdef SHARED_RUNS
+  /* Not kept yet: run bash as this process's child, then report its status so that the server keeps
+   * the run (it reads the trees before answering, so nothing changes them meanwhile). */
+  if (status == INT32_MIN + 1) {
+    pid_t parent = getpid();
+    pid_t child = fork();
+    if (child < 0) { close(s); fallback(argv); }
+    if (child == 0) {
+      /* Killed with this process (a caller's timeout kills the stand-in). */
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(137);
+      close(s);
+      fallback(argv);
+    }
+    int st;
+    while (waitpid(child, &st, 0) < 0) if (errno != EINTR) { perror("waitpid"); return 255; }
+    status = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+    if (write_all(s, (const char *)&status, sizeof status) == 0) {
+      int32_t ack;
+      got = 0;
+      while (got < sizeof ack) {
+        ssize_t r = read(s, (char *)&ack + got, sizeof ack - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+      }
+    }
+  }
+#endif
   if (status < 0) {
     /* Killed by a signal: die by the same signal so the parent sees what it would have seen. */
     signal(-status, SIG_DFL);

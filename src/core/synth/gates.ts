@@ -10,7 +10,7 @@ import type { SynthesizedTask } from './generate';
 import { startGatePython, type GatePython } from './gate-server';
 import { memoryScratchBase, runProcess, writeFiles } from './host';
 import { checkNoSharedCode, type ShareFinding } from './noshare';
-import { buildProbes, type Probe, type ProbeKind } from './probes';
+import { applyPatches, buildProbes, type Probe, type ProbeKind } from './probes';
 import type { FileMap } from './types';
 import { BUILD_DB_SCRIPT, dimBBuilt, dimBSource, elfBytes, parseDimBRows, parseWorld, safetensorsBytes } from './render';
 import { SOLVER_PRELUDE } from './solver-program';
@@ -269,6 +269,10 @@ async function applyProbe(app: string, probe: Probe, host: HostRun): Promise<voi
       await writeFile(target, text);
       if (path.endsWith('.sh')) await chmod(target, 0o755);
     }
+  }
+  if (probe.patches) {
+    const pipeline = join(app, 'ref_pipeline.py');
+    await writeFile(pipeline, applyPatches(await readFile(pipeline, 'utf8'), probe.patches));
   }
   if (probe.after) await runStep(app, probe.after, host);
 }
