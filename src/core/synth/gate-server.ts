@@ -97,9 +97,13 @@ PREVIOUS = sys.argv[2:3] == ["--previous"]
 
 # The real bash for shared pipeline runs (the bash stand-in's requests); none: every bash runs itself.
 REAL_BASH = os.environ.pop("TBRL_REAL_BASH", None)
-# Shared pipeline runs: {key: (exit status, the output tree's entries)}, most recently used last.
+# Shared pipeline runs: {key: (exit status, the output tree's entries, bytes)}, most recently used last.
+# A kept run is wanted moments later (the second grader of the same state), and every byte kept here
+# is copied into each program's page tables at fork: a few dozen runs, at most RUNS_BYTES.
 RUNS = collections.OrderedDict()
-RUNS_SIZE = 256
+RUNS_SIZE = 32
+RUNS_BYTES = 32 << 20
+RUNS_HELD = [0]
 # A tree larger than this is not hashed (its run is not shared).
 TREE_LIMIT = 16 << 20
 # Answers to the bash stand-in: "nothing ran, exec bash" (the run cannot be shared), and "run bash
@@ -393,10 +397,16 @@ def record_run(plan, code):
     for _, kind, _, content in entries:
         if kind != b"d" and any(p in content for p in paths):
             return
-    RUNS[plan["key"]] = (code, entries)
-    RUNS.move_to_end(plan["key"])
-    if len(RUNS) > RUNS_SIZE:
-        RUNS.popitem(last=False)
+    size = sum(len(rel) + len(content) for rel, _, _, content in entries)
+    if size > RUNS_BYTES:
+        return
+    old = RUNS.pop(plan["key"], None)
+    if old is not None:
+        RUNS_HELD[0] -= old[2]
+    RUNS[plan["key"]] = (code, entries, size)
+    RUNS_HELD[0] += size
+    while len(RUNS) > RUNS_SIZE or RUNS_HELD[0] > RUNS_BYTES:
+        RUNS_HELD[0] -= RUNS.popitem(last=False)[1][2]
 
 
 def replay_run(plan):
@@ -405,7 +415,7 @@ def replay_run(plan):
     if kept is None:
         return None
     RUNS.move_to_end(plan["key"])
-    code, entries = kept
+    code, entries, _ = kept
     target = plan["target"]
     for rel, kind, mode, content in entries:
         path = os.path.join(target, rel)
