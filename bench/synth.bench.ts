@@ -1,7 +1,7 @@
 /**
  * Tev synthesis at corpus scale (issue #20).
  *
- *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7|all] [--baseline-sample 1] [--baseline previous|pytest] [--process-baseline 0]
+ *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7|all] [--baseline-sample 1] [--baseline previous|pytest|main] [--process-baseline 0]
  *       [--task-concurrency 2] [--probe-concurrency 2] [--per-domain 20] [--concurrency 2] [--tier small]
  *
  * 1. `--count` tasks across the seven domains (round robin, seeds 1..count) at the small tier:
@@ -15,6 +15,7 @@
  *      reference Φ and per-probe verdicts and Φ must be identical. `--baseline previous` (default):
  *      the path before the last round of issue #20 (Node's own spawn, scratch on os.tmpdir(),
  *      fs.cp / fs.rm, a handler process per program and no code cache in the gate server);
+ *      `--baseline main`: main before shared pipeline runs (every grader runs its own);
  *      `--baseline pytest`: the one before that (also a pytest session per verifier run and a python3
  *      per SQLite read). `--process-baseline N` adds the original per-process path on the first N (slow).
  *    - Then throughput: every sampled task on the current path, `--task-concurrency` tasks at a
@@ -50,9 +51,13 @@ const PROBE_CONCURRENCY = Math.max(1, Number(values['probe-concurrency'] ?? 2));
 const PER_DOMAIN = Number(values['per-domain'] ?? 20);
 const CONCURRENCY = Math.max(1, Number(values.concurrency ?? 2));
 const TIER = (values.tier ?? 'small') as ScaleTier;
-const PREVIOUS_PATH = (values.baseline ?? 'previous') === 'pytest'
-  ? { label: 'pytest sessions, Node spawn, tmpdir, fs.cp, handler per program', options: { verifier: 'pytest', reuseSqliteReads: false, spawner: 'node', scratch: 'tmpdir', trees: 'fs-promises', gateServer: 'previous' } as const }
-  : { label: 'Node spawn, tmpdir, fs.cp, handler per program, no code cache', options: { spawner: 'node', scratch: 'tmpdir', trees: 'fs-promises', gateServer: 'previous' } as const };
+const PATHS = {
+  pytest: { label: 'pytest sessions, Node spawn, tmpdir, fs.cp, handler per program', options: { verifier: 'pytest', reuseSqliteReads: false, spawner: 'node', scratch: 'tmpdir', trees: 'fs-promises', gateServer: 'previous' } },
+  previous: { label: 'Node spawn, tmpdir, fs.cp, handler per program, no code cache', options: { spawner: 'node', scratch: 'tmpdir', trees: 'fs-promises', gateServer: 'previous' } },
+  // main before shared runs: every grader runs its own pipelines (progress.py's wait is part of the task's files, so it is the new one either way).
+  main: { label: 'main: no shared pipeline runs', options: { shareRuns: false } },
+} as const;
+const PREVIOUS_PATH = PATHS[(values.baseline ?? 'previous') as keyof typeof PATHS] ?? PATHS.previous;
 const domains = Object.keys(DOMAINS);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const s = (ms: number) => `${(ms / 1000).toFixed(3)} s`;

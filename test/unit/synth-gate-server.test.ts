@@ -10,6 +10,9 @@
  *    the same gate verdicts, reference Φ and per-probe verdicts and Φ as the original per-process
  *    runner, on a task of every domain. TBRL_GATE_EQUIV_SEEDS=1,2 and TBRL_GATE_EQUIV_PROBES=all
  *    widen it (slow: the per-process runner takes minutes per task on a loaded machine).
+ * 4. Shared pipeline runs (gates.ts shareRuns) give the same gate verdicts, details and per-probe Φ
+ *    as running every pipeline, on the probes that differ from the reference only in the pipeline,
+ *    in out/ or in the data.
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -87,6 +90,25 @@ describe('warm gates find what the per-process gates find', () => {
         assert.equal(warm.passed, true, JSON.stringify(warm.gates.filter((g) => !g.passed)));
       });
     }
+  }
+});
+
+describe('shared pipeline runs never change a verdict', () => {
+  // Every probe over the finished reference runs the graders on the same input tree as the reference
+  // did: a run shared by anything but the whole entry tree (a near miss differs only in ref_pipeline.py,
+  // stale outputs only in out/) would hand a probe the reference's run and Φ = 1.
+  const picked = new Set(['off-by-one-totals', 'reversed-rows', 'stale-outputs-real-pipeline', 'partial-write-looks-complete', 'pipeline-ignores-output-dir', 'pipeline-ignores-input-dir', 'replay-pipeline-with-input-echo', 'edited-inputs']);
+  for (const domain of ['data-eng', 'quantum']) {
+    it(`${domain}: shared and unshared runs give the same gates, reference Φ and per-probe Φ`, async () => {
+      const t = synthesize({ domain, tier: 'unit', seed: 5 });
+      const verdicts = (r: GateReport) => ({ passed: r.passed, gates: r.gates.map((g) => [g.name, g.passed, g.detail]), referencePhi: r.referencePhi, probes: r.probes });
+      const shared = await runGates(t, { probes: (n) => picked.has(n) });
+      const unshared = await runGates(t, { probes: (n) => picked.has(n), shareRuns: false });
+      assert.deepEqual(verdicts(shared), verdicts(unshared));
+      assert.equal(shared.passed, true, JSON.stringify(shared.gates.filter((g) => !g.passed)));
+      const honest = shared.referencePhi.at(-1)!;
+      for (const p of shared.probes) assert.ok(p.phi < honest, `${p.name}: Φ ${p.phi} below the reference's ${honest}`);
+    });
   }
 });
 

@@ -12,6 +12,11 @@
  *    and the same bytes run from another path report that path (tracebacks, __file__), as the real
  *    interpreter does. (Absolute script paths, as the gates run every script: for a relative one the
  *    server's runpy gives a relative __file__ where python3 since 3.9 gives an absolute one.)
+ * 4. Shared pipeline runs (gate-server.ts run_plan): a `bash ENTRY INPUT_DIR OUTPUT_DIR` run is answered
+ *    with an earlier run's output only when the entry's directory tree, the input tree, the environment
+ *    (scope included) are byte-identical and the output directory is empty; a different input byte, a
+ *    changed pipeline, another variable or scope, output that is not /dev/null, a run that changed its
+ *    own tree or named its paths in its output all run for real, with the result a real run gives.
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -170,5 +175,81 @@ describe('the gate server\'s code cache', () => {
     // Not Python source: whatever the interpreter says about it.
     writeFileSync(join(dirs[0], 'bad.py'), 'def (:\n');
     assert.notEqual(runBoth([join(dirs[0], 'bad.py')], scratch).status, 0);
+  });
+});
+
+describe('shared pipeline runs', () => {
+  it('answer a run with an earlier one only when every input is byte-identical', async () => {
+    const server = await sharedGatePython();
+    assert.ok(server.sharedRunsPath, 'the warm server shares runs (bash and cc present)');
+    const root = join(scratch, 'shared');
+    const app = join(root, 'app');
+    mkdirSync(app, { recursive: true });
+    // Each real run appends to the marker (outside every tree the key covers): a shared answer does not.
+    const marker = join(root, 'ran.log');
+    const pipeline = (extra = '') => `#!/bin/bash\necho "$(basename "$1")" >> "$MARKER"\nmkdir -p "$2/sub"\ncat "$1"/*.txt | tr a-z A-Z > "$2/sub/out.txt"\necho "x=$EXTRA" >> "$2/sub/out.txt"\n${extra}`;
+    writeFileSync(join(app, 'pipeline.sh'), pipeline());
+    let n = 0;
+    const input = (files: Record<string, string>) => {
+      const dir = join(root, `in-${++n}`);
+      mkdirSync(dir);
+      for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+      return dir;
+    };
+    const run = (src: string, options: { env?: Record<string, string>; stdio?: 'ignore' | 'pipe'; dst?: string } = {}) => {
+      const dst = options.dst ?? join(root, `out-${++n}`);
+      mkdirSync(dst, { recursive: true });
+      const r = spawnSync('bash', [join(app, 'pipeline.sh'), src, dst], { cwd: root, encoding: 'utf8', stdio: options.stdio ?? 'ignore', env: { ...process.env, ...server.env, PATH: server.sharedRunsPath!, TBRL_SHARED_RUNS: 'test-a', MARKER: marker, EXTRA: '1', ...options.env } });
+      const out = (() => { try { return readFileSync(join(dst, 'sub', 'out.txt'), 'utf8'); } catch { return undefined; } })();
+      return { status: r.status, out, stdout: r.stdout, mode: lstatSync(join(dst, 'sub')).mode };
+    };
+    const runs = () => (readFileSync(marker, 'utf8').match(/\n/g) ?? []).length;
+
+    const first = run(input({ 'a.txt': 'abc\n' }));
+    assert.deepEqual([first.status, first.out, runs()], [0, 'ABC\nx=1\n', 1]);
+    // Same bytes in another input and output directory: answered with the kept run.
+    const again = run(input({ 'a.txt': 'abc\n' }));
+    assert.deepEqual([again.status, again.out, again.mode, runs()], [0, 'ABC\nx=1\n', first.mode, 1]);
+    // One input byte differs: a real run, its own result.
+    assert.deepEqual([run(input({ 'a.txt': 'abd\n' })).out, runs()], ['ABD\nx=1\n', 2]);
+    // Another file name, same bytes.
+    assert.deepEqual([run(input({ 'b.txt': 'abc\n' })).out, runs()], ['ABC\nx=1\n', 3]);
+    // Another variable, another scope.
+    assert.deepEqual([run(input({ 'a.txt': 'abc\n' }), { env: { EXTRA: '2' } }).out, runs()], ['ABC\nx=2\n', 4]);
+    assert.deepEqual([run(input({ 'a.txt': 'abc\n' }), { env: { TBRL_SHARED_RUNS: 'test-b' } }).out, runs()], ['ABC\nx=1\n', 5]);
+    // Without a scope, or with stdout on a pipe: bash runs as it is, output included.
+    assert.deepEqual([run(input({ 'a.txt': 'abc\n' }), { env: { TBRL_SHARED_RUNS: '' } }).out, runs()], ['ABC\nx=1\n', 6]);
+    writeFileSync(join(app, 'pipeline.sh'), pipeline('echo said\n'));
+    const piped = run(input({ 'a.txt': 'abc\n' }), { stdio: 'pipe' });
+    assert.deepEqual([piped.stdout, runs()], ['said\n', 7]);
+    // A changed pipeline (the entry's tree) is a real run; a file beside it counts too.
+    assert.deepEqual([run(input({ 'a.txt': 'abc\n' })).out, runs()], ['ABC\nx=1\n', 8]);
+    assert.equal(run(input({ 'a.txt': 'abc\n' })).out, 'ABC\nx=1\n');
+    assert.equal(runs(), 8);
+    writeFileSync(join(app, 'notes.txt'), 'beside the entry');
+    run(input({ 'a.txt': 'abc\n' }));
+    assert.equal(runs(), 9);
+    // Exit status is kept with the output.
+    writeFileSync(join(app, 'pipeline.sh'), pipeline('exit 3\n'));
+    assert.deepEqual([run(input({ 'a.txt': 'q\n' })).status, run(input({ 'a.txt': 'q\n' })).status, runs()], [3, 3, 10]);
+    // Output naming its own paths, or a run that changes its own tree: never kept.
+    writeFileSync(join(app, 'pipeline.sh'), pipeline('echo "$2" > "$2/where"\n'));
+    const where = [run(input({ 'a.txt': 'w\n' })), run(input({ 'a.txt': 'w\n' }))];
+    assert.equal(runs(), 12);
+    assert.equal(where[0].out, 'W\nx=1\n');
+    writeFileSync(join(app, 'pipeline.sh'), pipeline('echo more >> "$(dirname "$0")/notes.txt"\n'));
+    run(input({ 'a.txt': 'v\n' }));
+    run(input({ 'a.txt': 'v\n' }));
+    assert.equal(runs(), 14);
+    assert.equal(readFileSync(join(app, 'notes.txt'), 'utf8'), 'beside the entrymore\nmore\n');
+    // An output directory that is not empty: a real run.
+    writeFileSync(join(app, 'pipeline.sh'), pipeline());
+    run(input({ 'a.txt': 'u\n' }));
+    const filled = join(root, 'filled');
+    mkdirSync(filled);
+    writeFileSync(join(filled, 'old.txt'), 'old');
+    assert.equal(run(input({ 'a.txt': 'u\n' }), { dst: filled }).out, 'U\nx=1\n');
+    assert.equal(runs(), 16);
+    assert.equal(readFileSync(join(filled, 'old.txt'), 'utf8'), 'old');
   });
 });

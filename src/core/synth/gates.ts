@@ -10,7 +10,7 @@ import type { SynthesizedTask } from './generate';
 import { startGatePython, type GatePython } from './gate-server';
 import { memoryScratchBase, runProcess, writeFiles } from './host';
 import { checkNoSharedCode, type ShareFinding } from './noshare';
-import { buildProbes, type Probe, type ProbeKind } from './probes';
+import { applyPatches, buildProbes, type Probe, type ProbeKind } from './probes';
 import type { FileMap } from './types';
 import { BUILD_DB_SCRIPT, dimBBuilt, dimBSource, elfBytes, parseDimBRows, parseWorld, safetensorsBytes } from './render';
 import { SOLVER_PRELUDE } from './solver-program';
@@ -98,6 +98,14 @@ export interface GateOptions {
    * handler process per program and no cache (gate-server.ts `previous`). Same programs, same results.
    */
   gateServer?: 'fast' | 'previous';
+  /**
+   * Shared pipeline runs (default true on the warm runner with the fast server): the two graders run
+   * the agent's entry point on byte-identical inputs for every state they grade, so the second run of
+   * the same inputs (entry's directory tree, input tree, environment) within one task's gates is
+   * answered with the first one's output tree by the gate server (gate-server.ts run_plan); false runs
+   * every one.
+   */
+  shareRuns?: boolean;
 }
 
 /** One verified state in compare mode: real pytest, the runner running every test, and the verdict the gates used (runner stopping at the first failure, or pytest). */
@@ -108,12 +116,13 @@ export interface VerifierComparison { state: string; pytest: TestOutcomes; runne
  * `run` starts a process (default Node's spawn, runProcess) and `tmp` is the scratch base (default
  * os.tmpdir(); when set, it is also the programs' TMPDIR in `env`).
  */
-export interface HostRun { python: string; env: Record<string, string>; verifierRunner?: string; sqliteDigests?: SqliteDigestCache; run?: RunProcess; tmp?: string; trees?: TreeOps; pytestEnv?: () => Promise<Record<string, string>> }
+export interface HostRun { python: string; env: Record<string, string>; verifierRunner?: string; sqliteDigests?: SqliteDigestCache; run?: RunProcess; tmp?: string; trees?: TreeOps; pytestEnv?: () => Promise<Record<string, string>>; sharedRunsEnv?: Record<string, string> }
 
 const run = (host: HostRun): RunProcess => host.run ?? runProcess;
 const trees = (host: HostRun): TreeOps => host.trees ?? PROMISE_TREES;
 
 const gatePythons = new Map<string, Promise<GatePython>>();
+let gateRuns = 0;
 
 /** One gate server per interpreter for the whole process (it starts in about a second; tasks share it); `previous`: the previous server loop (baselines). */
 export function sharedGatePython(python = 'python3', previous = false): Promise<GatePython> {
@@ -151,14 +160,15 @@ async function prepare(t: SynthesizedTask, root: string, host: HostRun): Promise
 
 export async function gradeOnHost(t: SynthesizedTask, root: string, app: string, python: string | HostRun = 'python3'): Promise<GradeResult> {
   const host = typeof python === 'string' ? { python, env: {} } : python;
-  const r = await run(host)([host.python, join(root, 'tests/progress.py'), '--root', app], { env: host.env });
+  // With shared runs, both graders' entry-point runs see the bash stand-in and the task's scope.
+  const r = await run(host)([host.python, join(root, 'tests/progress.py'), '--root', app], { env: { ...host.env, ...host.sharedRunsEnv } });
   if (r.code !== 0) throw new Error(`progress grader failed (exit ${r.code}): ${r.stderr.slice(-600)}`);
   const parsed = JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as GradeResult;
   // The TypeScript path recomputes gating and Φ from the grader's raw credits: the two must agree.
   const ts = potential(t.contract, parsed.credit);
   if (Math.abs(ts - parsed.phi) > 1e-9) throw new Error(`grader printed Φ=${parsed.phi} but its credits give Φ=${ts}`);
   // And an independent TypeScript grader must give the same credit on the same workspace.
-  const own = await gradeInTypeScript(t, app, host.env, host.sqliteDigests, { run: host.run, tmp: host.tmp, trees: host.trees });
+  const own = await gradeInTypeScript(t, app, host.env, host.sqliteDigests, { run: host.run, tmp: host.tmp, trees: host.trees, entryEnv: host.sharedRunsEnv && { ...host.env, ...host.sharedRunsEnv } });
   for (const n of t.contract.nodes) {
     if (Math.abs(own.credit[n.id] - parsed.credit[n.id]) > 1e-9) throw new Error(`graders disagree on node ${n.id}: progress.py gives ${parsed.credit[n.id]}, the TypeScript grader ${own.credit[n.id]}`);
   }
@@ -260,6 +270,10 @@ async function applyProbe(app: string, probe: Probe, host: HostRun): Promise<voi
       if (path.endsWith('.sh')) await chmod(target, 0o755);
     }
   }
+  if (probe.patches) {
+    const pipeline = join(app, 'ref_pipeline.py');
+    await writeFile(pipeline, applyPatches(await readFile(pipeline, 'utf8'), probe.patches));
+  }
   if (probe.after) await runStep(app, probe.after, host);
 }
 
@@ -322,6 +336,8 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
     pytestEnv: server?.pytestEnv,
     tmp,
     trees: warm && (options.trees ?? 'sync') === 'sync' ? SYNC_TREES : undefined,
+    // One scope per task's gates: runs are shared within it only.
+    sharedRunsEnv: warm && options.shareRuns !== false && server?.sharedRunsPath ? { PATH: server.sharedRunsPath, TBRL_SHARED_RUNS: `${process.pid}-${++gateRuns}` } : undefined,
   };
   const testFiles: FileMap = Object.fromEntries(Object.entries(t.taskFiles).filter(([p]) => p.startsWith('tests/')));
   const verifierRuns: Record<Verdict['via'], number> = { runner: 0, pytest: 0 };

@@ -19,6 +19,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -147,11 +148,15 @@ def load_role(path, role):
 
 def run_entry(entry, source, target, timeout):
     os.mkdir(target)
+    child = subprocess.Popen(["bash", entry, source, target], cwd=os.path.dirname(target), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    # A timer kills it at the timeout, so the wait blocks (a wait with a timeout polls with sleeps).
+    alarm = threading.Timer(timeout, child.kill)
+    alarm.start()
     try:
-        subprocess.run(["bash", entry, source, target], cwd=os.path.dirname(target), stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        pass
+        child.wait()
+    finally:
+        alarm.cancel()
 
 
 def rerun(root, probe, names, watched):

@@ -8,16 +8,17 @@ import type { FileMap } from './types';
 /** Running the rendered programs on the host (python3 + bash) against a scratch workspace. */
 export interface Proc { code: number | null; stdout: string; stderr: string }
 
-export function runProcess(argv: string[], options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Proc> {
+/** `discardOutput`: stdout and stderr on /dev/null (the result's are empty). */
+export function runProcess(argv: string[], options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; discardOutput?: boolean } = {}): Promise<Proc> {
   return new Promise((resolvePromise) => {
-    const child = spawn(argv[0], argv.slice(1), { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(argv[0], argv.slice(1), { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: options.discardOutput ? 'ignore' : ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     // Decoded as a stream: a character split across two reads stays one character.
-    child.stdout.setEncoding('utf8');
-    child.stderr.setEncoding('utf8');
-    child.stdout.on('data', (d: string) => { stdout += d; });
-    child.stderr.on('data', (d: string) => { stderr += d; });
+    child.stdout?.setEncoding('utf8');
+    child.stderr?.setEncoding('utf8');
+    child.stdout?.on('data', (d: string) => { stdout += d; });
+    child.stderr?.on('data', (d: string) => { stderr += d; });
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
     child.on('error', (err) => { clearTimeout(timer); resolvePromise({ code: null, stdout, stderr: stderr + String(err) }); });
     child.on('close', (code) => { clearTimeout(timer); resolvePromise({ code, stdout, stderr }); });

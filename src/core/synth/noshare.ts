@@ -11,7 +11,7 @@ export interface Component { name: string; file: string; text: string }
 export interface ShareFinding { between: [string, string]; kind: 'reference' | 'import' | 'line' | 'function'; detail: string }
 
 /** Modules a component may import: the standard library it needs. A shared helper module would be shared code. */
-export const ALLOWED_IMPORTS = new Set(['csv', 'functools', 'hashlib', 'json', 'os', 'pathlib', 'shutil', 'sqlite3', 'struct', 'subprocess', 'sys', 'tempfile', 'collections', 're', 'math', 'itertools', 'decimal', 'datetime', 'pytest']);
+export const ALLOWED_IMPORTS = new Set(['csv', 'functools', 'hashlib', 'json', 'os', 'pathlib', 'shutil', 'sqlite3', 'struct', 'subprocess', 'sys', 'tempfile', 'collections', 're', 'math', 'itertools', 'decimal', 'datetime', 'threading', 'pytest']);
 
 function importedModules(text: string): string[] {
   const out: string[] = [];

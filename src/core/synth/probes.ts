@@ -14,12 +14,14 @@ import type { FaultSpec } from './world';
  *   the strict verifier and may earn partial Φ, strictly below the honest state's.
  *
  * A probe is laid over the untouched workspace: optionally the whole reference solution first
- * (`reference`), then `files` (null deletes), then `after` (a bash script, $APP is the app root).
+ * (`reference`), then `files` (null deletes), then `patches` (edits of the reference pipeline,
+ * ref_pipeline.py, each failing loudly if its line is gone), then `after` (a bash script, $APP is the
+ * app root).
  * Fault-tied near misses exist only when the task has that fault (otherwise the "bug" is correct).
  */
 export type ProbeKind = 'shortcut' | 'near-miss';
 
-export interface Probe { name: string; kind: ProbeKind; files: Record<string, string | null>; reference?: boolean; after?: string }
+export interface Probe { name: string; kind: ProbeKind; files: Record<string, string | null>; reference?: boolean; patches?: Patch[]; after?: string }
 
 export interface ProbeContext {
   spec: DomainSpec;
@@ -46,19 +48,18 @@ function replayPipeline(answers: Record<string, string>, extra = ''): Record<str
 /** A source edit of the reference pipeline (ref_pipeline.py) that plants one bug. */
 export interface Patch { find: string; replace: string }
 
-/** Edits ref_pipeline.py in place (failing loudly if the line is gone) and re-runs the entry point. */
-export function patchAndRerun(patches: Patch[]): string {
-  const program = [
-    'import json, sys',
-    'path = sys.argv[1]',
-    'text = open(path, encoding="utf-8").read()',
-    `for find, replace in json.loads(${JSON.stringify(JSON.stringify(patches.map((p) => [p.find, p.replace])))}):`,
-    '    if find not in text:',
-    '        sys.exit("probe patch target not found: " + find)',
-    '    text = text.replace(find, replace, 1)',
-    'open(path, "w", encoding="utf-8").write(text)',
-  ].join('\n');
-  return `python3 -c '${program.replace(/'/g, `'\\''`)}' "$APP/ref_pipeline.py"\n${rerunEntry}`;
+/**
+ * ref_pipeline.py with each patch's first occurrence replaced, in order (the edit a near miss makes,
+ * before its entry point is re-run); throws if a patch's line is not there. The gates apply it to the
+ * finished reference's file (before: a python3 -c per near miss did the same edit in the workspace).
+ */
+export function applyPatches(text: string, patches: Patch[]): string {
+  for (const { find, replace } of patches) {
+    const at = text.indexOf(find);
+    if (at < 0) throw new Error(`probe patch target not found: ${find}`);
+    text = text.slice(0, at) + replace + text.slice(at + find.length);
+  }
+  return text;
 }
 
 export const NEAR_MISS_PATCHES: Record<string, Patch[]> = {
@@ -102,7 +103,7 @@ export function buildProbes(ctx: ProbeContext): Probe[] {
   const right = outputFiles(spec, ctx.expected);
   const probes: Probe[] = [];
   const shortcut = (name: string, files: Record<string, string | null>, more: Partial<Probe> = {}) => probes.push({ name, kind: 'shortcut', files, ...more });
-  const nearMiss = (name: string) => probes.push({ name, kind: 'near-miss', files: {}, reference: true, after: patchAndRerun(NEAR_MISS_PATCHES[name]) });
+  const nearMiss = (name: string) => probes.push({ name, kind: 'near-miss', files: {}, reference: true, patches: NEAR_MISS_PATCHES[name], after: rerunEntry });
   const staleSpec = ctx.faults.find((f) => f.class === 'stale-cache') as Extract<FaultSpec, { class: 'stale-cache' }> | undefined;
   const stale = outputFiles(spec, computeOutputs(spec, staleWorld(world, staleSpec ?? { class: 'stale-cache', droppedFactIds: world.facts.filter((_, i) => i % 4 === 0).map((f) => f.id), bumpedFactIds: [] })));
   const half = (t: string) => t.split('\n').slice(0, Math.max(2, Math.ceil(t.split('\n').length / 2))).join('\n') + '\n';

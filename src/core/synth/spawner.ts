@@ -18,35 +18,48 @@ import type { Proc } from './host';
  * timeout; a program killed by a signal reports code null, one that cannot be started code null and
  * the error. If the helper cannot start, or exits, runs go back to Node's own spawn.
  */
-export type RunProcess = (argv: string[], options?: { cwd?: string; env?: Record<string, string>; timeoutMs?: number }) => Promise<Proc>;
+export type RunProcess = (argv: string[], options?: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; discardOutput?: boolean }) => Promise<Proc>;
 
-export const SPAWNER_PY = String.raw`"""Starts programs for the host gates: one JSON request per line on stdin, one JSON answer per line on stdout."""
+export const SPAWNER_PY = String.raw`"""Starts programs for the host gates: one JSON request per line on stdin, one JSON answer per line on stdout.
+
+One loop, no thread per program: each live program has its output sockets and a pidfd in one selector,
+and the loop sleeps until something is readable or the earliest timeout falls due (nothing polls).
+"""
 import base64
+import heapq
 import json
+import os
 import selectors
 import socket
 import subprocess
 import sys
-import threading
-
-lock = threading.Lock()
+import time
 
 
 def answer(message):
-    data = (json.dumps(message) + "\n").encode("utf-8")
-    with lock:
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
+    sys.stdout.buffer.write((json.dumps(message) + "\n").encode("utf-8"))
+    sys.stdout.buffer.flush()
 
 
-def run(request):
+class Live:
+    def __init__(self, ident, child, streams):
+        self.ident = ident
+        self.child = child
+        self.open = streams
+        self.chunks = {0: [], 1: []}
+        self.exited = False
+
+
+def start(request, selector, deadlines):
     ident = request["id"]
-    # stdout and stderr on Unix socket pairs, as Node's spawn (libuv) gives a child.
-    pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(2)]
+    # stdout and stderr on Unix socket pairs, as Node's spawn (libuv) gives a child;
+    # discard: both on /dev/null (stdio 'ignore').
+    pairs = [] if request.get("discard") else [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(2)]
     try:
         child = subprocess.Popen(request["argv"], cwd=request["cwd"], env=request["env"], stdin=subprocess.DEVNULL,
-                                 stdout=pairs[0][1].fileno(), stderr=pairs[1][1].fileno(), close_fds=True)
-    except OSError as problem:
+                                 stdout=pairs[0][1].fileno() if pairs else subprocess.DEVNULL,
+                                 stderr=pairs[1][1].fileno() if pairs else subprocess.DEVNULL, close_fds=True)
+    except (OSError, ValueError, TypeError) as problem:
         for pair in pairs:
             pair[0].close()
             pair[1].close()
@@ -54,32 +67,64 @@ def run(request):
         return
     for pair in pairs:
         pair[1].close()
-    # A timer kills it at the timeout: the reads and wait() below block, they never poll.
-    timer = threading.Timer(request["timeout"], child.kill)
-    timer.daemon = True
-    timer.start()
-    chunks = {0: [], 1: []}
-    with selectors.DefaultSelector() as selector:
-        for index, pair in enumerate(pairs):
-            selector.register(pair[0], selectors.EVENT_READ, index)
-        while selector.get_map():
-            for key, _ in selector.select():
-                data = key.fileobj.recv(65536)
-                if data:
-                    chunks[key.data].append(data)
-                else:
-                    selector.unregister(key.fileobj)
-                    key.fileobj.close()
-    code = child.wait()
-    timer.cancel()
-    answer({"id": ident, "code": code if code >= 0 else None, "stdout": base64.b64encode(b"".join(chunks[0])).decode("ascii"),
-            "stderr": base64.b64encode(b"".join(chunks[1])).decode("ascii")})
+    live = Live(ident, child, len(pairs))
+    for index, pair in enumerate(pairs):
+        pair[0].setblocking(False)
+        selector.register(pair[0], selectors.EVENT_READ, ("out", live, index))
+    selector.register(os.pidfd_open(child.pid), selectors.EVENT_READ, ("exit", live, None))
+    heapq.heappush(deadlines, (time.monotonic() + request["timeout"], ident, live))
+
+
+def finish(live):
+    if live.exited and live.open == 0:
+        code = live.child.returncode
+        answer({"id": live.ident, "code": code if code >= 0 else None, "stdout": base64.b64encode(b"".join(live.chunks[0])).decode("ascii"),
+                "stderr": base64.b64encode(b"".join(live.chunks[1])).decode("ascii")})
 
 
 def main():
-    for line in sys.stdin.buffer:
-        request = json.loads(line)
-        threading.Thread(target=run, args=(request,), daemon=True).start()
+    selector = selectors.DefaultSelector()
+    stdin = sys.stdin.buffer.fileno()
+    selector.register(stdin, selectors.EVENT_READ, ("requests", None, None))
+    pending = b""
+    deadlines = []
+    while True:
+        # Kill what is past its timeout (SIGKILL, as Node's spawn timeout here); sleep until the next one.
+        now = time.monotonic()
+        while deadlines and (deadlines[0][2].exited or deadlines[0][0] <= now):
+            _, _, live = heapq.heappop(deadlines)
+            if not live.exited:
+                live.child.kill()
+        wait = max(0.0, deadlines[0][0] - now) if deadlines else None
+        for key, _ in selector.select(wait):
+            kind, live, index = key.data
+            if kind == "requests":
+                data = os.read(stdin, 1 << 16)
+                if not data:
+                    return
+                pending += data
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        start(json.loads(line), selector, deadlines)
+            elif kind == "out":
+                try:
+                    data = key.fileobj.recv(65536)
+                except BlockingIOError:
+                    continue
+                if data:
+                    live.chunks[index].append(data)
+                else:
+                    selector.unregister(key.fileobj)
+                    key.fileobj.close()
+                    live.open -= 1
+                    finish(live)
+            else:
+                selector.unregister(key.fileobj)
+                os.close(key.fileobj)
+                live.child.wait()
+                live.exited = True
+                finish(live)
 
 
 if __name__ == "__main__":
@@ -132,7 +177,7 @@ export function startSpawner(python: string, fallback: RunProcess): Spawner {
   const run: RunProcess = (argv, options = {}) => {
     if (!child) return fallback(argv, options);
     const id = ++next;
-    const request = { id, argv, cwd: options.cwd ?? process.cwd(), env: { ...process.env, ...options.env }, timeout: (options.timeoutMs ?? 120_000) / 1000 };
+    const request = { id, argv, cwd: options.cwd ?? process.cwd(), env: { ...process.env, ...options.env }, timeout: (options.timeoutMs ?? 120_000) / 1000, ...(options.discardOutput ? { discard: true } : {}) };
     return new Promise<Proc>((resolve) => {
       pending.set(id, { resolve });
       // A pending run keeps Node alive as Node's own spawn would.

@@ -165,8 +165,10 @@ async function rerunEntry(t: SynthesizedTask, app: string, env: Record<string, s
       }
       const output = join(scratch.dir, `${variant}-result`);
       await mkdir(output);
-      // The exit code does not matter: only what the run leaves behind is compared.
-      await (io.run ?? runProcess)(['bash', join(app, PIPELINE_ENTRY), input, output], { cwd: scratch.dir, env, timeoutMs: 60_000 });
+      // The exit code does not matter: only what the run leaves behind is compared. With shared runs
+      // (io.entryEnv), its output goes to /dev/null as progress.py's does, so the gate server may answer
+      // it with progress.py's run of the same inputs.
+      await (io.run ?? runProcess)(['bash', join(app, PIPELINE_ENTRY), input, output], { cwd: scratch.dir, env: io.entryEnv ?? env, timeoutMs: 60_000, discardOutput: io.entryEnv !== undefined });
       for (const role of ROLES) produced[variant][role] = await readRole(join(output, basename(t.spec.out[role])), role);
     }
     return produced;
@@ -196,8 +198,11 @@ function tracksHoldout(role: Role, held: unknown, full: unknown, wantFull: unkno
   return !(held as string[]).slice(1).some((line) => gone.has(line));
 }
 
-/** How the grader starts processes (default Node's spawn) and where it makes its scratch copies (default os.tmpdir()). */
-export interface GradeIo { run?: RunProcess; tmp?: string; trees?: TreeOps }
+/**
+ * How the grader starts processes (default Node's spawn) and where it makes its scratch copies (default
+ * os.tmpdir()); `entryEnv`: the environment of its entry-point runs when they may be shared (gates.ts shareRuns).
+ */
+export interface GradeIo { run?: RunProcess; tmp?: string; trees?: TreeOps; entryEnv?: Record<string, string> }
 
 /**
  * Copying a directory tree as fs.cp(src, dst, { recursive: true, verbatimSymlinks: true }) does,
