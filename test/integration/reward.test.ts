@@ -134,7 +134,7 @@ describe('verifier run in a real container', () => {
     await sandbox.exec('unset -f bash; unset PYTEST_ADDOPTS PYTHONPATH; export PATH=${PATH#/tmp/evil:}; cd /app');
   });
 
-  it("the image's ENV and WORKDIR are read once per sandbox, and later test runs still start there", async () => {
+  it("the image's ENV and WORKDIR are read once per sandbox, in the test preparation's exec, and later test runs still start there", async () => {
     const reads: string[][] = [];
     const counting = new Proxy(sandbox, {
       get(target, key) {
@@ -148,6 +148,8 @@ describe('verifier run in a real container', () => {
     await sandbox.exec('cd /tmp');
     const second = await runTests({ task: probe, sandbox: counting });
     assert.equal(reads.filter((argv) => argv.join(' ').includes('/proc/1/environ')).length, 1, 'one read of PID 1 for both runs');
+    // Each test run costs one exec outside the shell (every exec is a runc exec for the daemon): PID 1 is read in the first one's preparation.
+    assert.equal(reads.length, 2, reads.map((argv) => argv.join(' ')).join('\n'));
     for (const r of [first, second]) {
       assert.match(r.log, /start=\/app path=\S*\/usr\/bin/, r.log);
     }

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync, statSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createDockerProvider, type Sandbox } from '../../src/core/sandbox/index';
+import { LABEL_KIND, LABEL_RUN } from '../../src/core/sandbox/types';
 import { createTracedSandbox, type TracedSandbox } from '../../src/core/trace/index';
 import { readThroughArchive, type FileContent } from '../../src/core/trace/file-content';
 
@@ -32,6 +33,14 @@ describe('tracing commands in a real container', () => {
     rmSync(scratch, { recursive: true, force: true });
   });
 
+  it("the helper joins the task container's network namespace instead of making one (a namespace per helper doubled its start)", async () => {
+    const helpers = await provider.docker.listContainers({ filters: { label: [`${LABEL_KIND}=tracer`, `${LABEL_RUN}=test-trace-${process.pid}`] } });
+    assert.equal(helpers.length, 1);
+    const helper = await provider.docker.getContainer(helpers[0].Id).inspect();
+    assert.equal(helper.HostConfig.NetworkMode, `container:${inner.info.containerId}`);
+    assert.equal(helper.HostConfig.PidMode, `container:${inner.info.containerId}`);
+  });
+
   it('a write of three lines, then a read of the file', async () => {
     const w = await sb.exec('mkdir -p /app && printf "one\\ntwo\\nthree\\n" > /app/notes.txt', { trace: true });
     assert.equal(w.exitCode, 0);
@@ -46,9 +55,9 @@ describe('tracing commands in a real container', () => {
 
   it('readFiles (the snapshot\'s read) answers as the archive API does, symlinks and paths under them included', async () => {
     // /app/rf/etc links to the task's /etc: through /proc/<pid>/root in the helper it would reach the
-    // helper's /etc (another hostname), so such paths must come from the archive API.
-    await sb.exec('mkdir -p /app/rf/dir && printf "a\\nb\\n" > /app/rf/a.txt && ln -sfn /etc /app/rf/etc && ln -sf a.txt /app/rf/flink && ln -sf /app/rf/a.txt /app/rf/abslink && mkfifo /app/rf/pipe');
-    const paths = ['/app/rf/a.txt', '/app/rf/etc/hostname', '/app/rf/flink', '/app/rf/abslink', '/app/rf/dir', '/app/rf/missing', '/app/rf/a.txt/under-a-file', '/app/rf/pipe'];
+    // helper's /etc (which has no tbrl-rf-marker), so such paths must come from the archive API.
+    await sb.exec('mkdir -p /app/rf/dir && printf "a\\nb\\n" > /app/rf/a.txt && ln -sfn /etc /app/rf/etc && ln -sf a.txt /app/rf/flink && ln -sf /app/rf/a.txt /app/rf/abslink && mkfifo /app/rf/pipe && echo task-etc > /etc/tbrl-rf-marker');
+    const paths = ['/app/rf/a.txt', '/app/rf/etc/tbrl-rf-marker', '/app/rf/flink', '/app/rf/abslink', '/app/rf/dir', '/app/rf/missing', '/app/rf/a.txt/under-a-file', '/app/rf/pipe'];
     const batched = await sb.readFiles(paths);
     const oneByOne = await Promise.allSettled(paths.map((p) => readThroughArchive((q) => inner.getArchive(q), p)));
     const show = (r: PromiseSettledResult<FileContent>) => {
@@ -57,8 +66,8 @@ describe('tracing commands in a real container', () => {
       return c.kind === 'file' ? `file ${c.content.toString()}` : c.kind === 'other' ? `other ${c.why}` : c.kind;
     };
     assert.deepEqual(batched.map(show), oneByOne.map(show));
-    assert.equal(show(batched[1]), `file ${inner.info.containerId.slice(0, 12)}\n`, 'the task container\'s /etc/hostname, not the helper\'s');
-    assert.deepEqual(batched.slice(0, 6).map(show), ['file a\nb\n', `file ${inner.info.containerId.slice(0, 12)}\n`, 'file a\nb\n', 'file a\nb\n', 'other directory', 'absent']);
+    assert.equal(show(batched[1]), 'file task-etc\n', 'the task container\'s /etc, not the helper\'s');
+    assert.deepEqual(batched.slice(0, 6).map(show), ['file a\nb\n', 'file task-etc\n', 'file a\nb\n', 'file a\nb\n', 'other directory', 'absent']);
     // A path under a file: the daemon's refusal, for that path alone.
     assert.match(show(batched[6]), /^error .*not a directory/);
     assert.equal(show(batched[7]), 'other fifo');

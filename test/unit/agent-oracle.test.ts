@@ -1,4 +1,5 @@
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
+import childProcess from 'node:child_process';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -65,6 +66,28 @@ test('splitter refuses scripts it cannot run step by step', () => {
   assert.equal(splitTopLevelCommands("echo 'unterminated\n"), undefined);
   assert.equal(splitTopLevelCommands('cat <<EOF\nnever closed\n'), undefined);
   assert.equal(splitTopLevelCommands('# only a comment\n'), undefined);
+});
+
+test("splitter asks `bash -n` once per piece's text: the same solution split again (every trial of an eval job) spawns nothing, and a refused piece stays refused", () => {
+  const spawns = mock.method(childProcess, 'spawnSync');
+  try {
+    // Texts no other test splits, so the verdicts are not known yet.
+    const script = '#!/bin/bash\nmkdir -p /app/once-a\ncat > /app/once-a/x.py <<"PY"\nprint(1)\nPY\nfor f in /app/once-a/*; do echo "$f"; done\n';
+    const first = splitTopLevelCommands(script);
+    assert.equal(first?.length, 3);
+    const bashChecks = () => spawns.mock.calls.filter((c) => c.arguments[0] === 'bash').length;
+    assert.equal(bashChecks(), 3, 'one check per piece');
+    assert.deepEqual(splitTopLevelCommands(script), first);
+    assert.equal(bashChecks(), 3, 'no check again');
+    // The tracker passes `ls >`; bash -n refuses it, and the second split refuses it without asking.
+    assert.equal(splitTopLevelCommands('echo once-b\nls >\n'), undefined);
+    const afterRefusal = bashChecks();
+    assert.ok(afterRefusal > 3, 'bash was asked about the new pieces');
+    assert.equal(splitTopLevelCommands('echo once-b\nls >\n'), undefined);
+    assert.equal(bashChecks(), afterRefusal);
+  } finally {
+    spawns.mock.restore();
+  }
 });
 
 test('oracle turns: split script ends with finish, every turn parses to the intended actions', () => {

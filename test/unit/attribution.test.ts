@@ -7,7 +7,9 @@ import { Readable } from 'node:stream';
 import { lineAttribution, changedFiles } from '../../src/core/attribution/lines';
 import { decorationModel } from '../../src/core/attribution/decorations';
 import { snapshotChangedFiles, readSnapshotIndex, snapshotFilePath, originalFilePath, changedFileView, type SnapshotIndex } from '../../src/core/attribution/snapshot';
-import { originalImageOf, unknownOriginals, workspaceOriginals, type OriginalContent, type OriginalSource } from '../../src/core/attribution/originals';
+import { imageOriginals, originalImageOf, unknownOriginals, workspaceOriginals, type OriginalContent, type OriginalSource } from '../../src/core/attribution/originals';
+import { holdSharedReaders } from '../../src/core/sandbox/shared-readers';
+import type Docker from 'dockerode';
 import { singleFileTar } from '../../src/core/sandbox/archive';
 import type { StepRecord, TrajectoryFooter, TrajectoryHeader } from '../../src/core/trajectory/schema';
 import type { FileWrite } from '../../src/core/trace/types';
@@ -244,6 +246,65 @@ test('a source that cannot read originals leaves the final contents and says why
     assert.equal(changedFileView(unknown, '/app/a.py').kind, 'alone');
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** A daemon whose originals containers serve `image` like the archive API (404 for a missing path), counting every call. */
+function fakeImageDaemon(image: Record<string, string>) {
+  const calls: string[] = [];
+  let failNext = 0;
+  const container = {
+    getArchive: async ({ path }: { path: string }): Promise<Readable> => {
+      calls.push(`archive ${path}`);
+      if (failNext > 0) {
+        failNext--;
+        throw Object.assign(new Error('(HTTP code 500) server error - daemon busy'), { statusCode: 500 });
+      }
+      if (!(path in image)) throw Object.assign(new Error(`(HTTP code 404) no such container - Could not find the file ${path} in container x`), { statusCode: 404 });
+      return Readable.from([await singleFileTar(path.split('/').pop()!, Buffer.from(image[path]))]);
+    },
+    remove: async () => void calls.push('remove'),
+  };
+  const docker = { createContainer: async () => (calls.push('create'), container) } as unknown as Docker;
+  return { docker, calls, failOnce: () => void (failNext = 1) };
+}
+
+test("an eval job's runs of one image read each path's original from the daemon once: a created file's 404 is not asked again, and every run gets the same originals", async () => {
+  const dirs = [0, 1, 2].map((i) => mkdtempSync(join(tmpdir(), `tbrl-orig-cache-${i}-`)));
+  const release = holdSharedReaders();
+  try {
+    const final = { '/app/a.py': 'x\ny\na\nB\nc\n', '/app/notes.txt': 'n1\nn2\n', '/app/out.txt': '2\n', '/app/orig.py': 'a\nz\nc\n' };
+    const daemon = fakeImageDaemon({ '/app/orig.py': 'a\nb\nc\n' });
+    const image = { name: 'task:1', id: 'sha256:1' };
+    const indexes: SnapshotIndex[] = [];
+    for (const dir of dirs) {
+      const originals = imageOriginals(daemon.docker, image, 'run');
+      indexes.push(await snapshotChangedFiles(fakeRun(final, {}).sandbox, steps, dir, { originals }));
+      await originals.close();
+    }
+    // One container for the job, one archive call per path: the created files' 404s and the kept file come from the first run's answers.
+    assert.deepEqual(daemon.calls, ['create', 'archive /app/a.py', 'archive /app/notes.txt', 'archive /app/out.txt', 'archive /app/orig.py']);
+    for (const index of indexes) {
+      assert.deepEqual(Object.fromEntries(index.files.map((f) => [f.path, f.original])), {
+        '/app/a.py': { status: 'absent' },
+        '/app/notes.txt': { status: 'absent' },
+        '/app/out.txt': { status: 'absent' },
+        '/app/orig.py': { status: 'stored', bytes: 6 },
+      });
+    }
+    for (const dir of dirs) assert.equal(readFileSync(originalFilePath(dir, '/app/orig.py')!, 'utf8'), 'a\nb\nc\n');
+    // A failed read is not kept: the next run asks the daemon again and gets the answer.
+    const other = fakeImageDaemon({ '/app/orig.py': 'a\nb\nc\n' });
+    other.failOnce();
+    const first = imageOriginals(other.docker, { name: 'task:2' }, 'run');
+    await assert.rejects(first.read('/app/orig.py'), /daemon busy/);
+    const second = imageOriginals(other.docker, { name: 'task:2' }, 'run');
+    assert.deepEqual(await second.read('/app/orig.py'), { kind: 'file', content: Buffer.from('a\nb\nc\n') });
+    assert.equal(other.calls.filter((c) => c.startsWith('archive')).length, 2);
+    await Promise.all([first.close(), second.close()]);
+  } finally {
+    await release();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }
 });
 

@@ -3,6 +3,10 @@ import assert from 'node:assert/strict';
 import { parsePytestOutput, statusPasses, taskRelativeNodeId } from '../../src/core/reward/pytest-summary';
 import { scoreTests, nameForms } from '../../src/core/reward/weights';
 import { TbrlError } from '../../src/core/errors';
+import { resolve } from 'node:path';
+import { runTests } from '../../src/core/reward/tests';
+import { loadTask } from '../../src/core/tasks/load';
+import type { Sandbox } from '../../src/core/sandbox/types';
 
 // Captured from pytest 9.2 (-rA --color=yes) on a file with a class, parametrised ids holding
 // " - ", a skip, xfail, xpass, strict xpass, a fixture error and plain failures.
@@ -174,4 +178,57 @@ test('node ids are named relative to the task: ../tests/ and /tests/ become test
   assert.equal(taskRelativeNodeId('tests/test_outputs.py::test_x', '/tests'), 'tests/test_outputs.py::test_x');
   assert.equal(taskRelativeNodeId('../other/test_x.py::t', '/tests'), '../other/test_x.py::t');
   assert.equal(taskRelativeNodeId('test_outputs.py::test_x', '/tests'), 'test_outputs.py::test_x');
+});
+
+/**
+ * A sandbox whose execs outside the shell run nothing: the one that prepares /tests prints what a container
+ * with PID 1's environment `start` (or a failing read of it, `start` undefined) would print, and one planted
+ * reward file; the test run's command is kept.
+ */
+function preparedSandbox(start: { environ: string; cwd: string } | undefined) {
+  const execArgv: string[] = [];
+  let command = '';
+  const sandbox = {
+    async execArgv(argv: string[]) {
+      const script = argv.join(' ');
+      execArgv.push(script);
+      const nonce = /(tbrl-start-[0-9a-f]+)/.exec(script)?.[1];
+      const read = nonce ? (start ? `${start.environ}\0${start.cwd}\n\n${nonce} 0\n` : `cat: /proc/1/environ: Permission denied\n\n${nonce} 1\n`) : '';
+      return { exitCode: 0, output: `${read}/logs/verifier/reward.txt\n`, droppedBytes: 0, timedOut: false, durationMs: 1 };
+    },
+    async putArchive() {},
+    async exec(cmd: string) {
+      command = cmd;
+      return { exitCode: 0, output: '=== short test summary info ===\nPASSED tests/test_outputs.py::test_script_exists\n=== 1 passed in 0.1s ===\n', droppedBytes: 0, timedOut: false, durationMs: 1 };
+    },
+  };
+  return { sandbox: sandbox as unknown as Sandbox, execArgv, command: () => command };
+}
+
+test("runTests reads PID 1's environment and WORKDIR in the exec that prepares /tests, once per sandbox; a failed read leaves the test run to read /proc/1 itself", async () => {
+  const task = await loadTask(resolve(__dirname, '..', '..', 'examples', 'hello-world'));
+  const known = preparedSandbox({ environ: "PATH=/usr/bin:/bin\0LANG=C.UTF-8\0BAD-NAME=x\0Q=it's", cwd: '/app' });
+  const first = await runTests({ task, sandbox: known.sandbox });
+  assert.deepEqual(first.discardedBeforeVerification, ['/logs/verifier/reward.txt']);
+  assert.equal(known.execArgv.length, 1);
+  assert.match(known.execArgv[0], /cat \/proc\/1\/environ/);
+  // The command is quoted once more for `bash -c` ('\'' for each quote); PID 1's variables, then its cwd, in order.
+  const q = (text: string) => text.replace(/'/g, "'\\''");
+  const at = ["export PATH='/usr/bin:/bin'", "export LANG='C.UTF-8'", "export Q='it'\\''s'", "cd '/app' 2>/dev/null || cd /"].map((line) => known.command().indexOf(q(line)));
+  assert.ok(at.every((x, i) => x > 0 && (i === 0 || x > at[i - 1])), `${at} in ${known.command()}`);
+  assert.doesNotMatch(known.command(), /BAD-NAME|< \/proc\/1\/environ/);
+  // The second run on the same sandbox prepares without reading PID 1 again, and starts from the same place.
+  await runTests({ task, sandbox: known.sandbox });
+  assert.equal(known.execArgv.length, 2);
+  assert.doesNotMatch(known.execArgv[1], /proc\/1/);
+  assert.ok(known.command().includes(q("cd '/app' 2>/dev/null")));
+
+  const refused = preparedSandbox(undefined);
+  const r = await runTests({ task, sandbox: refused.sandbox });
+  assert.deepEqual(r.discardedBeforeVerification, ['/logs/verifier/reward.txt']);
+  assert.match(refused.command(), /done < \/proc\/1\/environ/);
+  assert.doesNotMatch(refused.command(), /Permission denied/);
+  // Not known yet, so the next run tries the read again.
+  await runTests({ task, sandbox: refused.sandbox });
+  assert.match(refused.execArgv[1], /cat \/proc\/1\/environ/);
 });

@@ -33,10 +33,10 @@ export function unknownOriginals(why: string): OriginalSource {
  * and the leak checks see it if `close` never runs.
  */
 export function imageOriginals(docker: Docker, image: OriginalImage, runId: string): OriginalSource {
-  let lease: ReaderLease<Docker.Container> | undefined;
+  let lease: ReaderLease<ImageReader> | undefined;
   const ref = image.id ?? image.name;
   const described = image.id && image.id !== image.name ? `${image.name} (${image.id})` : image.name;
-  const create = (): Promise<Docker.Container> =>
+  const create = (): Promise<ImageReader> =>
     docker.createContainer({
       Image: ref,
       // Never run; an entrypoint only keeps the daemon from refusing images that declare none.
@@ -45,19 +45,21 @@ export function imageOriginals(docker: Docker, image: OriginalImage, runId: stri
       NetworkDisabled: true,
       Labels: { [LABEL_PROJECT]: 'tbrl', [LABEL_RUN]: runId, [LABEL_PID]: String(process.pid), [LABEL_KIND]: 'originals' },
       HostConfig: { NetworkMode: 'none', LogConfig: { Type: 'none', Config: {} } },
-    }).catch((err: unknown) => {
-      if (statusCode(err) === 404) throw new Error(`the image ${described} the run started from no longer exists`);
-      throw err;
-    });
+    }).then(
+      (container) => new ImageReader(container),
+      (err: unknown) => {
+        if (statusCode(err) === 404) throw new Error(`the image ${described} the run started from no longer exists`);
+        throw err;
+      },
+    );
   return {
     async read(path) {
       // Never written to, so the runs of an eval job share one (shared-readers.ts).
-      lease ??= leaseReader(`originals:${ref}`, create, async (c) => {
+      lease ??= leaseReader(`originals:${ref}`, create, async (r) => {
         // v: anonymous volumes the image declares were created with the container.
-        await c.remove({ force: true, v: true }).catch(() => undefined);
+        await r.container.remove({ force: true, v: true }).catch(() => undefined);
       });
-      const c = await lease.value;
-      return readThroughArchive(async (p) => (await c.getArchive({ path: p })) as unknown as Readable, path);
+      return (await lease.value).read(path);
     },
     async close() {
       const l = lease;
@@ -65,6 +67,43 @@ export function imageOriginals(docker: Docker, image: OriginalImage, runId: stri
       await l?.release();
     },
   };
+}
+
+/** Content kept per originals container for the runs that share it (a job's trials of one task write the same files). */
+export const ORIGINALS_CACHE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * An originals container and the answers it gave. Nothing ever writes to the container (it is never
+ * started), so an answer stays true for its life: the next run of the same image that asks about the
+ * same path (the file every trial of a task creates: a 404 each time) gets it without a call to the
+ * daemon. Failed reads are not kept; file contents only up to ORIGINALS_CACHE_BYTES in all.
+ */
+export class ImageReader {
+  private readonly answers = new Map<string, Promise<FileContent>>();
+  private cachedBytes = 0;
+  /** Archive calls made (for tests). */
+  archiveReads = 0;
+
+  constructor(readonly container: Docker.Container) {}
+
+  read(path: string): Promise<FileContent> {
+    const known = this.answers.get(path);
+    if (known) return known;
+    const answer = readThroughArchive(async (p) => {
+      this.archiveReads++;
+      return (await this.container.getArchive({ path: p })) as unknown as Readable;
+    }, path);
+    this.answers.set(path, answer);
+    answer.then(
+      (a) => {
+        if (a.kind !== 'file') return;
+        if (this.cachedBytes + a.content.length > ORIGINALS_CACHE_BYTES) this.answers.delete(path);
+        else this.cachedBytes += a.content.length;
+      },
+      () => this.answers.delete(path),
+    );
+    return answer;
+  }
 }
 
 export interface WorkspaceOrigin {

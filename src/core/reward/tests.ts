@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { access, readFile, readdir } from 'node:fs/promises';
 import { basename, relative, sep } from 'node:path';
 import { TbrlError, errorMessage } from '../errors';
@@ -106,7 +107,7 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** Copies the tests in: a fresh /tests, so nothing the agent left there (a conftest.py) can steer the run. */
-async function installTests(task: Task, sandbox: Sandbox, testDir: string, layers?: string[]): Promise<{ script: string; discarded: string[] } | TestError> {
+async function installTests(task: Task, sandbox: Sandbox, testDir: string, layers?: string[], readStart = false): Promise<{ script: string; discarded: string[]; start?: ContainerStart } | TestError> {
   const extra = [];
   let script: string;
   if (layers) {
@@ -132,19 +133,33 @@ async function installTests(task: Task, sandbox: Sandbox, testDir: string, layer
     extra.push(...harness(runner, (name) => shipped.has(name)));
   }
   const discarded: string[] = [];
+  let start: ContainerStart | undefined;
   try {
     // As root, whoever the image's USER is: Harbor's /logs/verifier is a mount any verifier user can write.
     // Anything in the reward directory before the verifier runs was planted: listed (for the flag) and deleted unread.
-    const prep = await sandbox.execArgv(['sh', '-c', `find ${HARBOR_REWARD_DIR} -mindepth 1 -maxdepth 2 2>/dev/null | head -n 50; rm -rf -- ${shq(testDir)} && mkdir -p ${shq(testDir)} ${HARBOR_REWARD_DIR} && chmod 777 ${HARBOR_REWARD_DIR} && find ${HARBOR_REWARD_DIR} -mindepth 1 -delete`], { timeoutMs: 30_000, user: '0' });
-    if (prep.exitCode !== 0) return { kind: 'sandbox-error', message: `could not prepare ${testDir} in the container (exit ${prep.exitCode})`, logTail: tail(prep.output, DEFAULT_TAIL) };
-    discarded.push(...prep.output.split('\n').map((l) => l.trim()).filter((l) => l.startsWith(`${HARBOR_REWARD_DIR}/`)));
+    const prepare = `find ${HARBOR_REWARD_DIR} -mindepth 1 -maxdepth 2 2>/dev/null | head -n 50; rm -rf -- ${shq(testDir)} && mkdir -p ${shq(testDir)} ${HARBOR_REWARD_DIR} && chmod 777 ${HARBOR_REWARD_DIR} && find ${HARBOR_REWARD_DIR} -mindepth 1 -delete`;
+    // PID 1's environment and WORKDIR, when not known yet, come in the same exec (each exec costs the daemon a
+    // runc exec): they are printed first and end at a line with a nonce that no environment can contain.
+    const nonce = readStart ? `tbrl-start-${randomBytes(12).toString('hex')}` : undefined;
+    const prep = await sandbox.execArgv(['sh', '-c', nonce ? `${READ_CONTAINER_START}; printf '\\n%s %s\\n' ${nonce} "$?"; ${prepare}` : prepare], { timeoutMs: 30_000, user: '0' });
+    let prepOutput = prep.output;
+    if (nonce) {
+      const m = new RegExp(`\n${nonce} (\\d+)\n`).exec(prep.output);
+      if (m) {
+        prepOutput = prep.output.slice(m.index + m[0].length);
+        // A cut output may have lost part of the environment: the test run reads /proc/1 itself then, as when the read fails.
+        if (m[1] === '0' && prep.droppedBytes === 0) start = parseContainerStart(prep.output.slice(0, m.index));
+      }
+    }
+    if (prep.exitCode !== 0) return { kind: 'sandbox-error', message: `could not prepare ${testDir} in the container (exit ${prep.exitCode})`, logTail: tail(prepOutput, DEFAULT_TAIL) };
+    discarded.push(...prepOutput.split('\n').map((l) => l.trim()).filter((l) => l.startsWith(`${HARBOR_REWARD_DIR}/`)));
     if (layers) {
       for (const dir of layers) if (await exists(dir)) await sandbox.putArchive(await tarOf(dir), testDir);
     } else await sandbox.putArchive(await tarOf(testsDirExists ? task.tests.dir : undefined, extra), testDir);
   } catch (err) {
     return { kind: 'sandbox-error', message: `could not copy the tests into the container: ${errorMessage(err)}`, logTail: '' };
   }
-  return { script, discarded };
+  return { script, discarded, ...(start ? { start } : {}) };
 }
 
 /**
@@ -179,31 +194,21 @@ interface ContainerStart { env: Array<[string, string]>; cwd: string }
 /**
  * Read by an exec of its own, outside the persistent shell: the shell's commands run with one
  * capability less than the container's processes (sandbox/shell.ts), so the kernel refuses them
- * PID 1's /proc entries. Undefined when that exec fails; the test run then reads /proc/1 itself.
+ * PID 1's /proc entries. The test preparation's exec (installTests) reads it too when it is not
+ * known yet. Undefined when the read fails; the test run then reads /proc/1 itself.
+ *
+ * PID 1's initial environment and WORKDIR are the image's and survive a revived container, so one
+ * read per sandbox serves every test run on it (a debugger session scores many times).
  */
-async function containerStart(sandbox: RunTestsOptions['sandbox']): Promise<ContainerStart | undefined> {
-  // PID 1's initial environment and WORKDIR are the image's and survive a revived container, so one
-  // read per sandbox serves every test run on it (a debugger session scores many times).
-  const known = containerStarts.get(sandbox);
-  if (known) return known;
-  const read = await readContainerStart(sandbox);
-  if (read) containerStarts.set(sandbox, read);
-  return read;
-}
-
 const containerStarts = new WeakMap<RunTestsOptions['sandbox'], ContainerStart>();
 
-async function readContainerStart(sandbox: RunTestsOptions['sandbox']): Promise<ContainerStart | undefined> {
-  try {
-    const r = await sandbox.execArgv(['/bin/sh', '-c', 'cat /proc/1/environ && printf "\\000" && readlink /proc/1/cwd'], { timeoutMs: 30_000, user: '0' });
-    if (r.exitCode !== 0 || r.droppedBytes > 0) return undefined;
-    const parts = r.output.split('\0');
-    const cwd = (parts.pop() ?? '').trim();
-    const env = parts.filter((kv) => kv.includes('=')).map((kv): [string, string] => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]).filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k));
-    return cwd.startsWith('/') ? { env, cwd } : undefined;
-  } catch {
-    return undefined;
-  }
+const READ_CONTAINER_START = 'cat /proc/1/environ && printf "\\000" && readlink /proc/1/cwd';
+
+function parseContainerStart(output: string): ContainerStart | undefined {
+  const parts = output.split('\0');
+  const cwd = (parts.pop() ?? '').trim();
+  const env = parts.filter((kv) => kv.includes('=')).map((kv): [string, string] => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]).filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k));
+  return cwd.startsWith('/') ? { env, cwd } : undefined;
 }
 
 export async function runTests(options: RunTestsOptions): Promise<TestRunResult> {
@@ -212,13 +217,16 @@ export async function runTests(options: RunTestsOptions): Promise<TestRunResult>
   const tailChars = options.logTailChars ?? DEFAULT_TAIL;
   const started = Date.now();
 
-  const installed = await installTests(task, sandbox, testDir, options.testsDirs);
+  const known = containerStarts.get(sandbox);
+  const installed = await installTests(task, sandbox, testDir, options.testsDirs, !known);
   if ('kind' in installed) return { error: installed, durationMs: Date.now() - started, log: installed.logTail };
+  const start = known ?? installed.start;
+  if (start) containerStarts.set(sandbox, start);
 
   const timeoutMs = options.timeoutMs ?? Math.round((task.testTimeoutSec > 0 ? task.testTimeoutSec : 180) * 1000);
   let exec: ExecResult;
   try {
-    const command = runCommand(installed.script, testDir, options.env, await containerStart(sandbox));
+    const command = runCommand(installed.script, testDir, options.env, start);
     exec = options.user !== undefined
       ? await sandbox.execArgv(['/bin/bash', '--noprofile', '--norc', '-c', command], { timeoutMs, maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT, user: options.user })
       : await sandbox.exec(command, { timeoutMs, trace: true, maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT });
