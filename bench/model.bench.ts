@@ -176,8 +176,10 @@ async function serverParts(messages: Msg[]) {
 }
 
 async function serverPartsWith(messages: Msg[], threads: number, samples: number, rounds: number, kvDir: string) {
-  const engine = await LocalEngine.load({ modelPath, threads, sequences: 8, contextSize: 4096, prefixCacheDir: kvDir });
-  console.log(`-- ${threads} thread(s), ${basename(modelPath)} (${engine.weightsDescription}); load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  // BENCH_SOLO_CONTEXT=0: N=1 requests share the 8-sequence context too (the server before #18's 1-sequence context).
+  const soloContext = process.env.BENCH_SOLO_CONTEXT !== '0';
+  const engine = await LocalEngine.load({ modelPath, threads, sequences: 8, contextSize: 4096, prefixCacheDir: kvDir, soloContext });
+  console.log(`-- ${threads} thread(s), ${basename(modelPath)} (${engine.weightsDescription}), N=1 requests on ${engine.hasSoloContext ? 'a 1-sequence context of their own' : 'the 8-sequence context'}; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   const decodes = watchDecodes(engine);
   const prompt = engine.promptTokens(messages);
   const running = await startServer(engine, { port: Number(process.env.TBRL_SERVE_PORT ?? 0) });
