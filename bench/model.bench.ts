@@ -216,10 +216,11 @@ async function serverPartsWith(messages: Msg[], threads: number, samples: number
     const pairs = served.map((x, i) => x / direct[i]);
     console.log(`1. generation (${TOKENS} tokens, ${samples} pairs): tbrl serve median ${fmt(median(served))} tok/s vs in-process ${fmt(median(direct))} tok/s -> median ratio ${median(pairs).toFixed(2)}x (range ${Math.min(...pairs).toFixed(2)}-${Math.max(...pairs).toFixed(2)}; target >= 0.9x)`);
 
-    // 3. N=8 vs N=1 on one turn, same max_tokens, prompt cached. The first N=8 also copies the prompt to the 7 other sequences.
+    // 3. N=8 vs N=1 on one turn, same max_tokens, prompt cached. The first N=8 also copies the prompt to the 7 other sequences
+    // (and, when the N=1 requests ran on their own 1-sequence context, first reads it or loads it from the disk cache).
     decodes.take();
     const copyRun = await call(8, 1);
-    console.log(`3. first N=8 of the turn: ${fmt(copyRun.ms)} ms, of which the prompt state copied to 7 sequences ${fmt(copyRun.timings?.copyMs ?? NaN)} ms; decodes ${batches(decodes.take())}`);
+    console.log(`3. first N=8 of the turn: ${fmt(copyRun.ms)} ms, of which the prompt on the first sequence ${fmt(copyRun.timings?.promptMs ?? NaN)} ms${lastFromDisk ? ` (${lastFromDisk} tokens from the disk cache)` : ''} and its state copied to 7 sequences ${fmt(copyRun.timings?.copyMs ?? NaN)} ms; decodes ${batches(decodes.take())}`);
     const ones: Reply[] = [];
     const eights: Reply[] = [];
     const eightDecodes: string[] = [];
