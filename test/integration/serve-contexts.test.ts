@@ -23,13 +23,18 @@ let client: OpenAI;
 /** The engine's result of every request, by the last message's text and n. */
 const served = new Map<string, GenerationResult[]>();
 const key = (messages: ChatTurn[], n: number) => `${messages[messages.length - 1].content}|n=${n}`;
+/** Called when the engine starts a request, by key. */
+const started = new Map<string, () => void>();
 
 before(async () => {
   assert.ok(existsSync(defaultModelPath()), `the local model is not in the cache (${defaultModelPath()}): run scripts/fetch-model.sh`);
   engine = await LocalEngine.load({ modelPath: defaultModelPath(), threads: 1, sequences: SEQUENCES, contextSize: 1024, prefixCacheDir: false });
   const generate = engine.generate.bind(engine);
   engine.generate = async (messages, o) => {
-    const r = await generate(messages, o);
+    // The engine takes its sequences synchronously within this call when they are free.
+    const pending = generate(messages, o);
+    started.get(key(messages, o.n))?.();
+    const r = await pending;
     const k = key(messages, o.n);
     served.set(k, [...(served.get(k) ?? []), r]);
     return r;
@@ -113,6 +118,17 @@ test('N=1 and N=8 requests at the same time each answer exactly what they answer
     // Three N=1 requests at once: one fits the 1-sequence context, the others ran on shared ones or queued.
     assert.ok(together1.every((a) => a.contextSequences === 1 || a.contextSequences === SEQUENCES));
   }
-  const usedShared = [...served.entries()].filter(([k]) => k.endsWith('|n=1')).flatMap(([, rs]) => rs).some((r) => r.contextSequences === SEQUENCES);
-  assert.ok(usedShared, 'concurrent N=1 requests also use the shared context when the 1-sequence one is busy');
+});
+
+test('while the shared context decodes, an N=1 request joins it rather than decode on the 1-sequence context beside it', { timeout: 600_000 }, async () => {
+  // A long N=2 request keeps the shared context busy; an N=1 request sent meanwhile must not start
+  // a second set of llama.cpp threads on the 1-sequence context.
+  const longAsk = ask('Explain in detail how to back up /app.');
+  const begun = new Promise<void>((resolve) => started.set(key(longAsk, 2), resolve));
+  const long = chat(longAsk, { n: 2, temperature: 1, seed: 31, maxTokens: 48 });
+  await begun;
+  const single = await chat([{ role: 'system', content: 'Answer in one word.' }, { role: 'user', content: 'Name a colour.' }], { n: 1, temperature: 1, seed: 32 });
+  const both = await long;
+  assert.equal(both.contextSequences, SEQUENCES);
+  assert.equal(single.contextSequences, SEQUENCES, 'the N=1 request ran on a shared sequence, batched with the running request');
 });

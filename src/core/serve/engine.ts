@@ -356,14 +356,20 @@ export class LocalEngine {
   /**
    * `count` free sequences at once, those sharing the longest prefix with `prompt` first. Taking
    * them together (or waiting) keeps two requests from each holding part of the pool forever.
-   * One sequence may also come from the solo context, which wins ties.
+   * One sequence may also come from the solo context, which wins ties. Only one context decodes at
+   * a time: two would run two sets of llama.cpp threads on the same cores, whose spin-waits make an
+   * oversubscribed machine many times slower. So the solo context is taken only while the shared one
+   * is idle, and nothing starts on the shared one while the solo one is busy (an N=1 request takes
+   * less time than that slowdown would cost).
    */
   private async acquire(count: number, prompt: number[], signal?: AbortSignal): Promise<LlamaContextSequence[]> {
-    const candidates = count === 1 && this.solo ? [...this.solo.sequences, ...this.pool] : this.pool;
     const soloFirst = (a: LlamaContextSequence, b: LlamaContextSequence) => Number(this.shapeOf.get(b) === this.solo) - Number(this.shapeOf.get(a) === this.solo);
     for (;;) {
       if (this.disposed) throw new TbrlError('serve-stopped', 'The model server is shutting down.', 'Retry against a running server.');
       if (signal?.aborted) throw new TbrlError('cancelled', 'The request was cancelled.');
+      const soloBusy = this.solo ? this.solo.sequences.some((s) => this.busy.has(s)) : false;
+      const sharedBusy = this.pool.some((s) => this.busy.has(s));
+      const candidates = soloBusy ? [] : count === 1 && this.solo && !sharedBusy ? [...this.solo.sequences, ...this.pool] : this.pool;
       const free = candidates.filter((s) => !this.busy.has(s));
       if (free.length >= count) {
         // Most useful cache first; among sequences with nothing useful (a chat template's few shared
