@@ -135,7 +135,7 @@ interface ContextShape {
  * to it (saved and loaded through a state file) instead of re-reading the prompt.
  *
  * N=1 requests (a conversation's turns, the verifier) go to a second context of one sequence when
- * it is free and no sequence of the shared context holds more of their prompt: llama.cpp generates
+ * it is free, the shared context is idle and none of its sequences holds more of their prompt: llama.cpp generates
  * faster there. Both contexts use the same weights; each has its own KV cache. A request's
  * sequences always come from one context (state copies and batched decodes stay within it), and
  * each sequence serves one request at a time, so concurrent requests never share a KV cache.
