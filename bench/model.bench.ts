@@ -176,8 +176,10 @@ async function serverParts(messages: Msg[]) {
 }
 
 async function serverPartsWith(messages: Msg[], threads: number, samples: number, rounds: number, kvDir: string) {
-  const engine = await LocalEngine.load({ modelPath, threads, sequences: 8, contextSize: 4096, prefixCacheDir: kvDir });
-  console.log(`-- ${threads} thread(s), ${basename(modelPath)} (${engine.weightsDescription}); load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  // BENCH_SOLO_CONTEXT=0: N=1 requests share the 8-sequence context too (the server before #18's 1-sequence context).
+  const soloContext = process.env.BENCH_SOLO_CONTEXT !== '0';
+  const engine = await LocalEngine.load({ modelPath, threads, sequences: 8, contextSize: 4096, prefixCacheDir: kvDir, soloContext });
+  console.log(`-- ${threads} thread(s), ${basename(modelPath)} (${engine.weightsDescription}), N=1 requests on ${engine.hasSoloContext ? 'a 1-sequence context of their own' : 'the 8-sequence context'}; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   const decodes = watchDecodes(engine);
   const prompt = engine.promptTokens(messages);
   const running = await startServer(engine, { port: Number(process.env.TBRL_SERVE_PORT ?? 0) });
@@ -214,10 +216,11 @@ async function serverPartsWith(messages: Msg[], threads: number, samples: number
     const pairs = served.map((x, i) => x / direct[i]);
     console.log(`1. generation (${TOKENS} tokens, ${samples} pairs): tbrl serve median ${fmt(median(served))} tok/s vs in-process ${fmt(median(direct))} tok/s -> median ratio ${median(pairs).toFixed(2)}x (range ${Math.min(...pairs).toFixed(2)}-${Math.max(...pairs).toFixed(2)}; target >= 0.9x)`);
 
-    // 3. N=8 vs N=1 on one turn, same max_tokens, prompt cached. The first N=8 also copies the prompt to the 7 other sequences.
+    // 3. N=8 vs N=1 on one turn, same max_tokens, prompt cached. The first N=8 also copies the prompt to the 7 other sequences
+    // (and, when the N=1 requests ran on their own 1-sequence context, first reads it or loads it from the disk cache).
     decodes.take();
     const copyRun = await call(8, 1);
-    console.log(`3. first N=8 of the turn: ${fmt(copyRun.ms)} ms, of which the prompt state copied to 7 sequences ${fmt(copyRun.timings?.copyMs ?? NaN)} ms; decodes ${batches(decodes.take())}`);
+    console.log(`3. first N=8 of the turn: ${fmt(copyRun.ms)} ms, of which the prompt on the first sequence ${fmt(copyRun.timings?.promptMs ?? NaN)} ms${lastFromDisk ? ` (${lastFromDisk} tokens from the disk cache)` : ''} and its state copied to 7 sequences ${fmt(copyRun.timings?.copyMs ?? NaN)} ms; decodes ${batches(decodes.take())}`);
     const ones: Reply[] = [];
     const eights: Reply[] = [];
     const eightDecodes: string[] = [];

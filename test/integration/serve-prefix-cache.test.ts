@@ -18,11 +18,12 @@ const system = `You are a terminal agent. ${Array.from({ length: 60 }, (_, i) =>
 const ask = (task: string): ChatTurn[] => [{ role: 'system', content: system }, { role: 'user', content: task }];
 const sampling = { n: 1, temperature: 1, maxTokens: 6, stop: [], seed: 11, topLogprobs: 0 };
 
+// One context shape here (N=1 requests too run on the 2-sequence context); the 1-sequence context of N=1 requests has its own cache, below.
 test('a second server loads the long prompt from the disk cache and samples exactly what reading it gives', { timeout: 600_000 }, async () => {
   assert.ok(existsSync(modelPath), `the local model is not in the cache (${modelPath}): run scripts/fetch-model.sh`);
   const dir = mkdtempSync(join(tmpdir(), 'tbrl-kv-'));
   try {
-    const first = await LocalEngine.load({ modelPath, threads: 1, sequences: 2, contextSize: 2048, prefixCacheDir: dir });
+    const first = await LocalEngine.load({ modelPath, threads: 1, sequences: 2, contextSize: 2048, prefixCacheDir: dir, soloContext: false });
     let read;
     let candidates;
     try {
@@ -42,7 +43,7 @@ test('a second server loads the long prompt from the disk cache and samples exac
     const saved = readdirSync(join(dir, readdirSync(dir)[0]));
     assert.deepEqual(saved.map((f) => f.replace(/^[0-9a-f]+/, '')).sort(), ['.bin', '.json'], `one entry: ${saved.join(', ')}`);
 
-    const second = await LocalEngine.load({ modelPath, threads: 1, sequences: 2, contextSize: 2048, prefixCacheDir: dir });
+    const second = await LocalEngine.load({ modelPath, threads: 1, sequences: 2, contextSize: 2048, prefixCacheDir: dir, soloContext: false });
     try {
       const loaded = await second.generate(ask('List the files in /app.'), sampling);
       assert.equal(loaded.promptTokensFromDisk, read.promptTokenIds.length - 1);
@@ -53,7 +54,7 @@ test('a second server loads the long prompt from the disk cache and samples exac
     }
     // Another task after the same system prompt, on a fresh server: the state on disk goes on with
     // the first task, so it is loaded, its tail erased, and only the new task is read.
-    const third = await LocalEngine.load({ modelPath, threads: 1, sequences: 2, contextSize: 2048, prefixCacheDir: dir });
+    const third = await LocalEngine.load({ modelPath, threads: 1, sequences: 2, contextSize: 2048, prefixCacheDir: dir, soloContext: false });
     try {
       const other = await third.generate(ask('Count the lines of /app/data/input.txt and print the number.'), sampling);
       const shared = other.promptTokensReused;
@@ -62,6 +63,39 @@ test('a second server loads the long prompt from the disk cache and samples exac
       assert.ok(other.choices[0].tokens.length >= 1);
     } finally {
       await third.dispose();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('warming the prefix cache fills one entry per context shape; a new server\'s N=1 and N=2 requests both load the prompt', { timeout: 600_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tbrl-kv-'));
+  try {
+    const first = await LocalEngine.load({ modelPath, threads: 1, sequences: 2, contextSize: 2048, prefixCacheDir: dir });
+    let warmed;
+    try {
+      assert.ok(first.hasSoloContext);
+      warmed = await first.warmPrefixCache(ask('List the files in /app.'));
+    } finally {
+      await first.dispose();
+    }
+    assert.deepEqual(warmed.map((w) => [w.contextSequences, w.fromDisk]), [[2, 0], [1, 0]], JSON.stringify(warmed));
+    assert.ok(warmed.every((w) => w.evaluated > 600));
+    // llama.cpp loads a state only into a context with the same number of sequences: one directory each.
+    assert.deepEqual(readdirSync(dir).map((d) => d.replace(/^.*-(seq\d+)$/, '$1')).sort(), ['seq1', 'seq2']);
+
+    const second = await LocalEngine.load({ modelPath, threads: 1, sequences: 2, contextSize: 2048, prefixCacheDir: dir });
+    try {
+      const one = await second.generate(ask('List the files in /app.'), sampling);
+      assert.equal(one.contextSequences, 1);
+      assert.equal(one.promptTokensFromDisk, one.promptTokenIds.length - 1, 'the N=1 request loads the 1-sequence context\'s entry');
+      const two = await second.generate(ask('List the files in /app.'), { ...sampling, n: 2 });
+      assert.equal(two.contextSequences, 2);
+      assert.equal(two.promptTokensFromDisk, two.promptTokenIds.length - 1, 'the N=2 request loads the 2-sequence context\'s entry');
+      assert.equal(two.promptTokensEvaluated, 2, 'and copies it to its second sequence');
+    } finally {
+      await second.dispose();
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

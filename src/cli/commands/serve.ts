@@ -24,7 +24,8 @@ export const serveCommand: CliCommand = {
     'logprobs, top_logprobs; return_token_ids adds prompt_token_ids and per-choice token_ids, as vLLM does).',
     'The first stdout line is JSON: {"event":"listening","baseUrl":...,"model":...}. SIGINT/SIGTERM: graceful stop.',
     '--warm-prefix: read the agent system prompt once into the on-disk prefix cache (kv/ beside the model, per',
-    'sequence count) and exit, so the first turn of the next server with these --sequences loads it (setup.sh does it).',
+    'sequence count: the --sequences context and the 1-sequence context of N=1 requests) and exit, so the first',
+    'turn of the next server with these --sequences loads it (setup.sh does it).',
   ].join('\n'),
   options: {
     'model-path': { type: 'string' },
@@ -50,11 +51,13 @@ export const serveCommand: CliCommand = {
       // Every run starts a server whose first turn opens with this system prompt; reading it here
       // (setup time) instead of there makes the first turn a state load. The user turn differs per
       // task: the cache matches the longest shared prefix, and the server re-reads only the rest.
+      // Both context shapes: the N-candidate turns run on the shared context, N=1 turns on the solo one.
       try {
-        const r = await engine.generate([{ role: 'system', content: loadSystemPrompt().text }, { role: 'user', content: 'warm-up' }], { n: 1, temperature: 0, maxTokens: 1, stop: [], topLogprobs: 0 });
-        log(r.promptTokensFromDisk
-          ? `the prefix cache already holds the system prompt (${r.promptTokensFromDisk} tokens loaded)`
-          : `read the ${r.promptTokenIds.length}-token system prompt in ${Math.round(r.timings.promptMs)} ms and saved its state to the prefix cache (${engine.sequences} sequences)`);
+        for (const r of await engine.warmPrefixCache([{ role: 'system', content: loadSystemPrompt().text }, { role: 'user', content: 'warm-up' }])) {
+          log(r.evaluated <= 0
+            ? `the prefix cache of the ${r.contextSequences}-sequence context already holds the system prompt (${r.fromDisk} tokens loaded)`
+            : `read ${r.evaluated} tokens of the system prompt in ${Math.round(r.ms)} ms and saved their state to the prefix cache of the ${r.contextSequences}-sequence context`);
+        }
       } finally {
         await engine.dispose();
       }

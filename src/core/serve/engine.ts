@@ -36,6 +36,13 @@ export interface EngineOptions {
   prefixCacheDir?: string | false;
   /** Keep the N candidates of a request in step so that each step is one batched decode (default). false: node-llama-cpp's own dispatch (the benchmark's baseline). */
   lockstep?: boolean;
+  /**
+   * Give N=1 requests a second context of one sequence (default when sequences > 1): llama.cpp
+   * generates one sequence slower in a context made for several (0.90x in an 8-sequence context
+   * with 2 threads, bench/model-sequences.bench.ts). Costs one more sequence of KV cache (the
+   * weights are shared). false: every request uses the S-sequence context.
+   */
+  soloContext?: boolean;
 }
 
 export interface ChatTurn {
@@ -80,6 +87,8 @@ export interface GenerationResult {
   promptTokensFromDisk?: number;
   /** Where the request's time went (ms): the benchmark separates batch decode cost from the longest sample's tail with it. */
   timings: GenerationTimings;
+  /** Sequences of the context that served the request: 1 for the N=1 context of its own. */
+  contextSequences: number;
 }
 
 export interface GenerationTimings {
@@ -108,12 +117,28 @@ const DISK_LOAD_MIN_GAIN = 256;
 const DISK_MAX_ENTRIES = 4;
 
 /**
+ * One llama.cpp context and what belongs to it: its sequences and its on-disk prefix cache
+ * (llama.cpp loads a state only into a context with the same number of sequences).
+ */
+interface ContextShape {
+  context: LlamaContext;
+  sequences: LlamaContextSequence[];
+  diskCache: PrefixDiskCache | undefined;
+}
+
+/**
  * One GGUF model on the CPU with a pool of context sequences. Every request renders the chat with
  * the model's own Jinja template, then runs its N candidates on N sequences in parallel (llama.cpp
  * batches their decoding). Each sequence keeps its KV cache between requests: a conversation's
  * next turn shares the previous prompt as a prefix, so only the new tokens are evaluated. When a
  * sequence shares much less of the prompt than another one, the better sequence's state is copied
  * to it (saved and loaded through a state file) instead of re-reading the prompt.
+ *
+ * N=1 requests (a conversation's turns, the verifier) go to a second context of one sequence when
+ * it is free, the shared context is idle and none of its sequences holds more of their prompt: llama.cpp generates
+ * faster there. Both contexts use the same weights; each has its own KV cache. A request's
+ * sequences always come from one context (state copies and batched decodes stay within it), and
+ * each sequence serves one request at a time, so concurrent requests never share a KV cache.
  */
 export class LocalEngine {
   private constructor(
@@ -121,15 +146,26 @@ export class LocalEngine {
     readonly modelId: string,
     private readonly llama: Llama,
     private readonly model: LlamaModel,
-    private readonly context: LlamaContext,
-    private readonly pool: LlamaContextSequence[],
+    private readonly shared: ContextShape,
+    private readonly solo: ContextShape | undefined,
     private readonly wrapper: ChatWrapper,
     private readonly stateDir: string,
     readonly contextSize: number,
     private readonly reusePrefix: boolean,
-    private readonly diskCache: PrefixDiskCache | undefined,
     private readonly lockstep: boolean,
-  ) {}
+  ) {
+    for (const shape of [shared, solo]) for (const seq of shape?.sequences ?? []) this.shapeOf.set(seq, shape!);
+  }
+
+  private readonly shapeOf = new Map<LlamaContextSequence, ContextShape>();
+  /** The shared context's sequences: N>1 requests run on these. */
+  private get pool(): LlamaContextSequence[] {
+    return this.shared.sequences;
+  }
+  /** The shared context (benchmarks' diagnostics read its batches). */
+  get context(): LlamaContext {
+    return this.shared.context;
+  }
 
   private busy = new Set<LlamaContextSequence>();
   private lastUsed = new Map<LlamaContextSequence, number>();
@@ -161,25 +197,35 @@ export class LocalEngine {
       throw new TbrlError('model-load', `Cannot load the model ${modelPath}: ${errorMessage(err)}`, 'Check that the file is a complete GGUF model (re-run scripts/fetch-model.sh; it verifies the checksum).', { cause: err });
     }
     const contextSize = Math.min(options.contextSize ?? DEFAULT_CONTEXT_SIZE, model.trainContextSize);
-    let context: LlamaContext;
-    try {
-      context = await model.createContext({ contextSize, sequences, threads, batchSize: Math.min(512, contextSize) });
-    } catch (err) {
-      await model.dispose();
-      throw new TbrlError('model-load', `Cannot allocate a ${contextSize}-token context with ${sequences} sequences: ${errorMessage(err)}`, 'Lower --context-size or --sequences.', { cause: err });
-    }
-    const pool = Array.from({ length: sequences }, () => context.getSequence());
+    const reuse = options.reusePrefix !== false;
+    const diskDir = options.prefixCacheDir === false || !reuse ? undefined : options.prefixCacheDir ?? join(dirname(modelPath), 'kv');
+    const contexts: LlamaContext[] = [];
+    const shape = async (count: number): Promise<ContextShape> => {
+      let context: LlamaContext;
+      try {
+        context = await model.createContext({ contextSize, sequences: count, threads, batchSize: Math.min(512, contextSize) });
+      } catch (err) {
+        for (const c of contexts) await c.dispose().catch(() => undefined);
+        await model.dispose();
+        throw new TbrlError('model-load', `Cannot allocate a ${contextSize}-token context with ${count} sequences: ${errorMessage(err)}`, 'Lower --context-size or --sequences.', { cause: err });
+      }
+      contexts.push(context);
+      return {
+        context,
+        sequences: Array.from({ length: count }, () => context.getSequence()),
+        // llama.cpp refuses a state saved from a context with another number of sequences (n_stream).
+        diskCache: diskDir ? new PrefixDiskCache(join(diskDir, `${modelFileKey(modelPath)}-seq${count}`)) : undefined,
+      };
+    };
+    const shared = await shape(sequences);
+    const solo = sequences > 1 && options.soloContext !== false ? await shape(1) : undefined;
     const template = model.fileInfo.metadata?.tokenizer?.chat_template;
     const wrapper: ChatWrapper = typeof template === 'string' && template
       ? new lib.JinjaTemplateChatWrapper({ template, tokenizer: model.tokenizer })
       : lib.resolveChatWrapper(model) ?? new lib.GeneralChatWrapper();
     const stateDir = await mkdtemp(join(options.stateDir ?? (existsSync('/dev/shm') ? '/dev/shm' : tmpdir()), 'tbrl-serve-'));
     const modelId = basename(modelPath).replace(/\.gguf$/i, '');
-    const reuse = options.reusePrefix !== false;
-    const diskDir = options.prefixCacheDir === false || !reuse ? undefined : options.prefixCacheDir ?? join(dirname(modelPath), 'kv');
-    // llama.cpp refuses a state saved from a context with another number of sequences (n_stream).
-    const diskCache = diskDir ? new PrefixDiskCache(join(diskDir, `${modelFileKey(modelPath)}-seq${sequences}`)) : undefined;
-    return new LocalEngine(modelPath, modelId, llama, model, context, pool, wrapper, stateDir, contextSize, reuse, diskCache, options.lockstep !== false);
+    return new LocalEngine(modelPath, modelId, llama, model, shared, solo, wrapper, stateDir, contextSize, reuse, options.lockstep !== false);
   }
 
   /** The weights' layout as llama.cpp reports it (e.g. "llama ?B Q4_0"): benchmarks print it next to their figures. */
@@ -187,8 +233,14 @@ export class LocalEngine {
     return this.model.typeDescription;
   }
 
+  /** The shared context's sequences: the most candidates generated at once. */
   get sequences(): number {
     return this.pool.length;
+  }
+
+  /** Whether N=1 requests have a context of their own. */
+  get hasSoloContext(): boolean {
+    return this.solo !== undefined;
   }
 
   /** The chat rendered by the model's template, ending where the assistant's answer starts. */
@@ -238,12 +290,14 @@ export class LocalEngine {
       stats.reused = commonPrefix(held[0].contextTokens as number[], prompt.slice(0, -1));
       await this.align(held[0], prompt, stats);
       // A long prompt read from scratch (a system prompt, a task) is kept for the next server.
-      if (this.diskCache && stats.evaluated - 1 >= DISK_SAVE_MIN_TOKENS) await this.diskCache.save(held[0], prompt.slice(0, -1));
+      const diskCache = this.shapeOf.get(held[0])!.diskCache;
+      if (diskCache && stats.evaluated - 1 >= DISK_SAVE_MIN_TOKENS) await diskCache.save(held[0], prompt.slice(0, -1));
       timings.promptMs = lap();
       if (held.length > 1) await this.copyPrompt(held[0], held.slice(1), prompt, stats);
       timings.copyMs = lap();
       const choices: GeneratedChoice[] = new Array(o.n);
-      const gate = new LockstepGate(this.lockstep);
+      // One lane has nobody to wait for: no gate, no promise per token.
+      const gate = new LockstepGate(this.lockstep && held.length > 1);
       await Promise.all(held.map(async (seq, lane) => {
         for (let i = lane; i < o.n; i += held.length) {
           // A lane that runs a second candidate first rewinds to the prompt (an erase, no evaluation).
@@ -252,17 +306,48 @@ export class LocalEngine {
         }
       }));
       timings.generateMs = lap();
-      return { promptTokenIds: prompt, choices, promptTokensEvaluated: stats.evaluated, promptTokensReused: stats.reused, ...(fromDisk ? { promptTokensFromDisk: fromDisk } : {}), timings };
+      return {
+        promptTokenIds: prompt, choices, promptTokensEvaluated: stats.evaluated, promptTokensReused: stats.reused,
+        ...(fromDisk ? { promptTokensFromDisk: fromDisk } : {}), timings, contextSequences: this.shapeOf.get(held[0])!.sequences.length,
+      };
     } finally {
       this.release(held);
     }
+  }
+
+  /**
+   * Puts `messages`' prompt into the on-disk prefix cache of every context (the shared one and the
+   * solo one have a cache each: llama.cpp loads a state only into the shape that saved it), reading
+   * it where the cache lacks it: what `tbrl serve --warm-prefix` does at setup. Per context: the
+   * tokens loaded from disk, or read.
+   */
+  async warmPrefixCache(messages: ChatTurn[]): Promise<Array<{ contextSequences: number; fromDisk: number; evaluated: number; ms: number }>> {
+    const prompt = this.promptTokens(messages);
+    const out = [];
+    for (const shape of [this.shared, this.solo]) {
+      if (!shape) continue;
+      const t = performance.now();
+      const seq = shape.sequences[0];
+      const [held] = await this.acquireExactly(seq);
+      try {
+        const fromDisk = await this.loadFromDisk(held, prompt);
+        const stats = { evaluated: 0, reused: 0 };
+        await this.align(held, prompt, stats);
+        if (shape.diskCache && stats.evaluated - 1 >= DISK_SAVE_MIN_TOKENS) await shape.diskCache.save(held, prompt.slice(0, -1));
+        out.push({ contextSequences: shape.sequences.length, fromDisk, evaluated: stats.evaluated - 1, ms: performance.now() - t });
+      } finally {
+        this.release([held]);
+      }
+    }
+    return out;
   }
 
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
     for (const w of this.waiters.splice(0)) w();
-    await this.context.dispose().catch(() => undefined);
+    if (this.solo) await this.solo.context.dispose().catch(() => undefined);
+    await this.shared.context.dispose().catch(() => undefined);
     await this.model.dispose().catch(() => undefined);
     await this.llama.dispose().catch(() => undefined);
     await rm(this.stateDir, { recursive: true, force: true });
@@ -271,26 +356,46 @@ export class LocalEngine {
   /**
    * `count` free sequences at once, those sharing the longest prefix with `prompt` first. Taking
    * them together (or waiting) keeps two requests from each holding part of the pool forever.
+   * One sequence may also come from the solo context, which wins ties. Only one context decodes at
+   * a time: two would run two sets of llama.cpp threads on the same cores, whose spin-waits make an
+   * oversubscribed machine many times slower. So the solo context is taken only while the shared one
+   * is idle, and nothing starts on the shared one while the solo one is busy (an N=1 request takes
+   * less time than that slowdown would cost).
    */
   private async acquire(count: number, prompt: number[], signal?: AbortSignal): Promise<LlamaContextSequence[]> {
+    const soloFirst = (a: LlamaContextSequence, b: LlamaContextSequence) => Number(this.shapeOf.get(b) === this.solo) - Number(this.shapeOf.get(a) === this.solo);
     for (;;) {
       if (this.disposed) throw new TbrlError('serve-stopped', 'The model server is shutting down.', 'Retry against a running server.');
       if (signal?.aborted) throw new TbrlError('cancelled', 'The request was cancelled.');
-      const free = this.pool.filter((s) => !this.busy.has(s));
+      const soloBusy = this.solo ? this.solo.sequences.some((s) => this.busy.has(s)) : false;
+      const sharedBusy = this.pool.some((s) => this.busy.has(s));
+      const candidates = soloBusy ? [] : count === 1 && this.solo && !sharedBusy ? [...this.solo.sequences, ...this.pool] : this.pool;
+      const free = candidates.filter((s) => !this.busy.has(s));
       if (free.length >= count) {
         // Most useful cache first; among sequences with nothing useful (a chat template's few shared
         // opening tokens do not count), the least recently used, so that another conversation's
-        // cache (the verifier's, between the policy's turns) survives.
+        // cache (the verifier's, between the policy's turns) survives. The solo context wins a tie
+        // of useful caches, and of unused ones; it never evicts a cache an unused sequence could spare.
         const ranked = free.map((s) => {
           const len = commonPrefix(s.contextTokens as number[], prompt);
           return { s, len: len >= Math.min(MIN_USEFUL_PREFIX, prompt.length / 2) ? len : 0, used: this.lastUsed.get(s) ?? 0 };
-        }).sort((a, b) => b.len - a.len || a.used - b.used);
+        }).sort((a, b) => b.len - a.len || (a.len > 0 ? soloFirst(a.s, b.s) || a.used - b.used : a.used - b.used || soloFirst(a.s, b.s)));
         const taken = ranked.slice(0, count).map((r) => r.s);
         for (const s of taken) this.busy.add(s);
         return taken;
       }
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
+  }
+
+  /** That one sequence, once it is free. */
+  private async acquireExactly(seq: LlamaContextSequence): Promise<LlamaContextSequence[]> {
+    while (this.busy.has(seq)) {
+      if (this.disposed) throw new TbrlError('serve-stopped', 'The model server is shutting down.', 'Retry against a running server.');
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+    this.busy.add(seq);
+    return [seq];
   }
 
   private release(seqs: LlamaContextSequence[]) {
@@ -305,11 +410,12 @@ export class LocalEngine {
 
   /** Loads the on-disk state sharing the longest prefix with `prompt` when it beats what `seq` has; the tokens it brought. */
   private async loadFromDisk(seq: LlamaContextSequence, prompt: number[]): Promise<number> {
-    if (!this.diskCache) return 0;
+    const diskCache = this.shapeOf.get(seq)!.diskCache;
+    if (!diskCache) return 0;
     const target = prompt.slice(0, -1);
     const have = commonPrefix(seq.contextTokens as number[], target);
     if (target.length - have < DISK_LOAD_MIN_GAIN) return 0;
-    const best = await this.diskCache.best(target);
+    const best = await diskCache.best(target);
     if (!best || best.shared < have + DISK_LOAD_MIN_GAIN) return 0;
     try {
       await seq.clearHistory();
@@ -318,7 +424,7 @@ export class LocalEngine {
     } catch {
       // A damaged or foreign file costs only speed: the prompt is read instead.
       await seq.clearHistory();
-      await this.diskCache.drop(best.file);
+      await diskCache.drop(best.file);
       return 0;
     }
   }
@@ -357,8 +463,13 @@ export class LocalEngine {
   }
 
   private async sample(seq: LlamaContextSequence, prompt: number[], o: SamplingOptions, gate: LockstepGate): Promise<GeneratedChoice> {
+    // Per-token work here runs on the JS thread between llama.cpp's decodes, on the same cores as its
+    // threads: it is kept to what each token needs (no re-scan of the text, no copy of the ids).
     const tokens: GeneratedToken[] = [];
+    const ids: number[] = [];
     const wantTop = o.topLogprobs > 0;
+    const stops = o.stop.filter((x) => x.length > 0);
+    const longestStop = stops.reduce((m, x) => Math.max(m, x.length), 0);
     let finishReason: 'stop' | 'length' = 'length';
     let text = '';
     const generator = seq.evaluateWithMetadata(prompt.slice(-1) as never, { confidence: true, probabilities: wantTop }, {
@@ -372,7 +483,7 @@ export class LocalEngine {
         if (o.signal?.aborted) throw new TbrlError('cancelled', 'The request was cancelled.');
         const id = out.token as number;
         if (this.model.isEogToken(out.token)) { finishReason = 'stop'; break; }
-        const piece = this.model.detokenize([out.token], false, tokens.map((t) => t.id) as never);
+        const piece = this.model.detokenize([out.token], false, ids as never);
         // Rounding can put a certain token's probability a hair above 1.
         const logprob = out.confidence > 0 ? Math.min(0, Math.log(out.confidence)) : LOGPROB_FLOOR;
         const entry: GeneratedToken = { id, text: piece, logprob };
@@ -381,8 +492,11 @@ export class LocalEngine {
           entry.top = probs ? [...probs.entries()].slice(0, o.topLogprobs).map(([tid, p]) => ({ id: tid, text: this.model.detokenize([tid as never]), logprob: p > 0 ? Math.log(p) : LOGPROB_FLOOR })) : [];
         }
         tokens.push(entry);
+        ids.push(id);
+        const scanFrom = Math.max(0, text.length - longestStop + 1);
         text += piece;
-        const hit = firstStop(text, o.stop);
+        // Earlier text held no stop, so a stop here ends in this piece: only the tail is scanned.
+        const hit = stops.length ? firstStop(text, stops, scanFrom) : -1;
         if (hit >= 0) { text = text.slice(0, hit); finishReason = 'stop'; break; }
         if (tokens.length >= o.maxTokens) break;
         // Ask for the next token only when every candidate has its current one, so that
@@ -540,11 +654,12 @@ export function commonPrefix(a: readonly number[], b: readonly number[]): number
   return i;
 }
 
-function firstStop(text: string, stops: string[]): number {
+/** Where the first stop string starts in `text`, looking from `from` on; -1: none. */
+export function firstStop(text: string, stops: string[], from = 0): number {
   let at = -1;
   for (const s of stops) {
     if (!s) continue;
-    const i = text.indexOf(s);
+    const i = text.indexOf(s, from);
     if (i >= 0 && (at < 0 || i < at)) at = i;
   }
   return at;

@@ -74,7 +74,7 @@ export async function startServer(engine: LocalEngine, options: ServeOptions = {
       const started = Date.now();
       const result = await engine.generate(body.messages, { ...body.sampling, signal: abort.signal });
       const answer = toResponse(engine, result, body);
-      log(`chat n=${body.sampling.n} prompt=${result.promptTokenIds.length} (evaluated ${result.promptTokensEvaluated}, cached ${result.promptTokensReused}${result.promptTokensFromDisk ? `, ${result.promptTokensFromDisk} of them from the disk cache` : ''}) completion=${answer.usage.completion_tokens} ${Date.now() - started} ms`);
+      log(`chat n=${body.sampling.n} on the ${result.contextSequences}-sequence context, prompt=${result.promptTokenIds.length} (evaluated ${result.promptTokensEvaluated}, cached ${result.promptTokensReused}${result.promptTokensFromDisk ? `, ${result.promptTokensFromDisk} of them from the disk cache` : ''}) completion=${answer.usage.completion_tokens} ${Date.now() - started} ms`);
       send(res, 200, answer);
     } finally {
       admitted--;
