@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { LlamaContextSequence, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 
@@ -16,4 +17,18 @@ export async function inProcessTokensPerSecond(seq: LlamaContextSequence, prompt
     if (++n >= tokens) break;
   }
   return n / ((performance.now() - t0) / 1000);
+}
+
+/** A raw JSON POST to `tbrl serve` (no client library on the timed path), answered with the body text. */
+export function post(url: string, body: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }

@@ -7,7 +7,6 @@
 // Run: node --import tsx bench/model-solo.bench.ts   (BENCH_ROUNDS=12, BENCH_TOKENS=32, BENCH_THREADS=2;
 //      BENCH_DIRECT=1 adds each engine called in-process, without HTTP)
 import { mkdtemp, rm } from 'node:fs/promises';
-import { request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -15,7 +14,7 @@ import { LocalEngine } from '../src/core/serve/engine';
 import { startServer, type RunningServer } from '../src/core/serve/server';
 import { defaultModelPath } from '../src/core/serve/default-model';
 import { loadSystemPrompt } from '../src/core/agent/prompt';
-import { inProcessTokensPerSecond } from './llama-generate';
+import { inProcessTokensPerSecond, post } from './llama-generate';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 32);
@@ -25,19 +24,6 @@ const modelPath = process.env.BENCH_MODEL ?? defaultModelPath();
 const messages = [{ role: 'system' as const, content: loadSystemPrompt().text }, { role: 'user' as const, content: 'Write a Python script /app/wordfreq.py that counts word frequencies in /app/data/input.txt.' }];
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const load = () => loadavg()[0].toFixed(2);
-
-function post(url: string, body: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 async function main(): Promise<void> {
   const kvDir = await mkdtemp(join(tmpdir(), 'tbrl-bench-kv-'));

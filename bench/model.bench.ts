@@ -16,7 +16,6 @@
 // then the raw decode of the same steps without sampling (BENCH_RAW_STEP=0 skips it).
 // BENCH_MODEL=a.gguf,b.gguf runs parts 1 and 3 per file (scripts/derive-model.mjs makes Q8_0/Q4_0 copies).
 import { mkdtemp, rm } from 'node:fs/promises';
-import { request } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -24,7 +23,7 @@ import { LocalEngine, defaultThreads, type GenerationTimings } from '../src/core
 import { startServer } from '../src/core/serve/server';
 import { defaultModelPath } from '../src/core/serve/default-model';
 import { loadSystemPrompt } from '../src/core/agent/prompt';
-import { inProcessTokensPerSecond } from './llama-generate';
+import { inProcessTokensPerSecond, post } from './llama-generate';
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 20);
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 32);
@@ -297,19 +296,6 @@ async function conversation(messages: Msg[]) {
     console.log(`2. ${k}-turn conversation ${reuse ? 'with' : 'without'} prefix reuse: turn 1 ${fmt(times[0])} ms, turn 2 ${fmt(times[1])} ms, turn ${k} ${fmt(last)} ms (prompt ${prompts[k - 1]} tokens, ${evaluated[k - 1]} evaluated) -> turn ${k}/turn 1 ${(last / times[0]).toFixed(2)}x, turn ${k}/turn 2 ${(last / times[1]).toFixed(2)}x; total ${fmt(times.reduce((a, b) => a + b, 0) / 1000)} s`);
     console.log(`   per turn (ms): ${times.map((x) => x.toFixed(0)).join(' ')}`);
   }
-}
-
-function post(url: string, body: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
 }
 
 void main().catch((err) => {
