@@ -94,6 +94,20 @@ CODE_CACHE_SIZE = 64
 PRECOMPILED = {}
 
 PREVIOUS = sys.argv[2:3] == ["--previous"]
+# The std streams' encoding: the interpreter's own (a program forked from here made its streams with it).
+STREAM_ENCODING = sys.stdout.encoding
+# std stream objects made once per profile of the client's fds 0-2 (stream_template), for these file types.
+STREAM_TEMPLATES = {}
+STREAM_KINDS = (stat.S_IFREG, stat.S_IFCHR, stat.S_IFIFO, stat.S_IFSOCK)
+# os.closerange is one close_range(2) call when the interpreter was built with it and the kernel has it
+# (5.9); otherwise it would close every number up to the limit one by one, and the child closes the
+# server's fds by their objects instead.
+try:
+    import sysconfig
+    CLOSE_RANGE = bool(sysconfig.get_config_var("HAVE_CLOSE_RANGE")) and sys.platform == "linux" and tuple(int(x) for x in os.uname().release.split(".")[:2]) >= (5, 9)
+except Exception:
+    CLOSE_RANGE = False
+FD_LIMIT = os.sysconf("SC_OPEN_MAX") if CLOSE_RANGE else 0
 
 # The real bash for shared pipeline runs (the bash stand-in's requests); none: every bash runs itself.
 REAL_BASH = os.environ.pop("TBRL_REAL_BASH", None)
@@ -145,14 +159,87 @@ def receive(conn):
     return list(fds), os.fsdecode(cwd), argv, env, mode
 
 
-def std_streams():
-    encoding = sys.stdout.encoding
-    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding=encoding)
-    sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding=encoding,
-                                  line_buffering=os.isatty(1))
-    sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding=encoding,
-                                  errors="backslashreplace", line_buffering=True)
+def new_std_streams():
+    """Fresh sys.stdin/stdout/stderr objects on fds 0-2, as the interpreter makes them at start-up."""
+    encoding = STREAM_ENCODING
+    return (io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding=encoding),
+            io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding=encoding,
+                             line_buffering=os.isatty(1)),
+            io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding=encoding,
+                             errors="backslashreplace", line_buffering=True))
+
+
+def fd_profile(fd):
+    """What making a std stream on fd reads from it: file type, block size, seekability, tty; None if it
+    is seekable but not at offset 0 (the buffered object records the offset: made per program then)."""
+    try:
+        info = os.fstat(fd)
+        try:
+            offset = os.lseek(fd, 0, os.SEEK_CUR)
+        except OSError:
+            offset = None
+        if offset not in (None, 0):
+            return None
+        return (stat.S_IFMT(info.st_mode), info.st_blksize, offset, os.isatty(fd))
+    except OSError:
+        return None
+
+
+def stream_template(fds):
+    """sys.stdin/stdout/stderr made once (in the server) for clients whose fds 0-2 look alike, or None.
+
+    Making the three stream objects in every program wrote ~65 pages of the server's memory there
+    (codec lookups, encoder and decoder objects, allocations), each a copy-on-write fault. Objects
+    made here on the client's fds (dup'ed onto the server's 0-2 for a moment) hold the same state a
+    program's own would (they record only the fd numbers and what fd_profile reads); the server
+    never uses them, so every program gets them untouched in its copy of memory.
+    """
+    key = tuple(fd_profile(fd) for fd in fds)
+    if None in key or any(kind not in STREAM_KINDS for kind, _, _, _ in key):
+        return None
+    made = STREAM_TEMPLATES.get(key)
+    if made is None:
+        saved = [os.dup(target) for target in range(3)]
+        try:
+            for target, fd in enumerate(fds):
+                os.dup2(fd, target)
+            made = new_std_streams()
+        except Exception:
+            # The program makes its own (and fails there, as before).
+            return None
+        finally:
+            for target, fd in enumerate(saved):
+                os.dup2(fd, target)
+                os.close(fd)
+        if len(STREAM_TEMPLATES) < 16:
+            STREAM_TEMPLATES[key] = made
+    return made
+
+
+def std_streams(template=None):
+    sys.stdin, sys.stdout, sys.stderr = template if template is not None else new_std_streams()
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+
+
+def set_environ(env):
+    """os.environ (and the C environment) becomes env, in env's order.
+
+    A request's variables are mostly the server's own (both come from the gates' Node process): when
+    the shared ones are in the same order and the others come last, only the differences are applied.
+    Clearing and refilling every variable wrote ~100 pages of the server's memory in each program
+    (unsetenv/setenv, the dict), each a copy-on-write fault. Otherwise everything is replaced, as before.
+    """
+    data = os.environb._data
+    common = [key for key in env if key in data]
+    if [key for key in data if key in env] == common and list(env)[:len(common)] == common:
+        for key in [key for key in data if key not in env]:
+            del os.environb[key]
+        for key, value in env.items():
+            if data.get(key) != value:
+                os.environb[key] = value
+    else:
+        os.environb.clear()
+        os.environb.update(env)
 
 
 def precompile(cwd, argv):
@@ -218,11 +305,14 @@ def get_code_from_file(run_name, fname):
     return (code, fname) if code is not None else _get_code_from_file(run_name, fname)
 
 
-def run_program(cwd, argv, env):
+def run_program(cwd, argv, env, template=None, fast=True):
     os.chdir(cwd)
-    os.environb.clear()
-    os.environb.update(env)
-    std_streams()
+    if fast:
+        set_environ(env)
+    else:
+        os.environb.clear()
+        os.environb.update(env)
+    std_streams(template)
     mode, target, rest = (argv[1], argv[2], argv[3:]) if argv[1] in ("-c", "-m") else (None, argv[1], argv[2:])
     if PRECOMPILED:
         runpy._get_code_from_file = get_code_from_file
@@ -258,12 +348,7 @@ def run_program(cwd, argv, env):
             trace = trace.tb_next
         sys.excepthook(type(problem), problem.with_traceback(trace), trace)
         code = 1
-    try:
-        import threading
-        threading._shutdown()
-    except Exception:
-        pass
-    atexit._run_exitfuncs()
+    shut_down(fast)
     for stream in (sys.stdout, sys.stderr):
         try:
             if not stream.closed:
@@ -273,14 +358,40 @@ def run_program(cwd, argv, env):
     os._exit(code)
 
 
-def run_on(fds, cwd, argv, env):
-    """In a forked child: the client's three fds become 0-2, then the program runs (never returns)."""
+def shut_down(fast=True):
+    """What the interpreter does at exit before flushing the streams: threading's shutdown (its atexit
+    callbacks, joining non-daemon threads), then the atexit callbacks. With no thread to join and no
+    callback of either kind, threading's shutdown only marks the main thread stopped, which nothing
+    after it can see: it is skipped then (it wrote ~20 pages of the server's memory in every program)."""
+    threading = sys.modules.get("threading")
+    main = getattr(threading, "_main_thread", None)
+    locks = getattr(threading, "_shutdown_locks", None)
+    # The main thread's own lock is always among the locks to join.
+    idle = (main is not None and locks is not None and getattr(threading, "_threading_atexits", None) == []
+            and threading.current_thread() is main and all(lock is main._tstate_lock for lock in locks))
+    if threading is not None and not (fast and idle):
+        try:
+            threading._shutdown()
+        except Exception:
+            pass
+    if atexit._ncallbacks() or not fast:
+        atexit._run_exitfuncs()
+
+
+def run_on(fds, cwd, argv, env, template=None, fast=True):
+    """In a forked child: the client's three fds become 0-2, then the program runs (never returns).
+    fast=False: as before the copy-on-write savings (the previous loop's baseline)."""
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
-    for fd in fds:
-        if fd > 2:
-            os.close(fd)
-    run_program(cwd, argv, env)
+    if CLOSE_RANGE and fast:
+        # Every other fd is the server's (listener, selector, clients, pidfds): one close_range call,
+        # without touching their Python objects (closing those wrote pages of the server's memory).
+        os.closerange(3, FD_LIMIT)
+    else:
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+    run_program(cwd, argv, env, template, fast)
 
 
 def read_all(fd, size):
@@ -492,17 +603,19 @@ def serve(listener):
                     selector.register(conn, selectors.EVENT_READ, ("report", conn, plan))
                     continue
                 precompiled = precompile(cwd, argv)
+                template = stream_template(fds)
                 child = os.fork()
                 if child == 0:
                     PRECOMPILED.update(precompiled)
                     # The program keeps fds 0-2 only: none of the server's sockets, pidfds or selector.
-                    selector.close()
-                    listener.close()
-                    conn.close()
-                    for other, watch in live.values():
-                        other.close()
-                        os.close(watch)
-                    run_on(fds, cwd, argv, env)
+                    if not CLOSE_RANGE:
+                        selector.close()
+                        listener.close()
+                        conn.close()
+                        for other, watch in live.values():
+                            other.close()
+                            os.close(watch)
+                    run_on(fds, cwd, argv, env, template)
                 for fd in fds:
                     os.close(fd)
                 watch = os.pidfd_open(child)
@@ -560,7 +673,7 @@ def handle(conn, listener):
     child = os.fork()
     if child == 0:
         conn.close()
-        run_on(fds, cwd, argv, env)
+        run_on(fds, cwd, argv, env, fast=False)
     for fd in fds:
         os.close(fd)
     watch = os.pidfd_open(child)
