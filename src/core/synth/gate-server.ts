@@ -52,12 +52,22 @@ export interface GatePython {
 const PRELOAD_PYTEST = ['pytest', ...['mark', 'main', 'runner', 'fixtures', 'helpconfig', 'python', 'terminal', 'debugging', 'unittest', 'capture', 'skipping', 'legacypath', 'tmpdir', 'monkeypatch', 'recwarn', 'pastebin', 'assertion.rewrite', 'nose', 'junitxml', 'doctest', 'cacheprovider', 'freeze_support', 'setuponly', 'setupplan', 'stepwise', 'warnings', 'logging', 'reports', 'python_path', 'unraisableexception', 'threadexception', 'faulthandler', 'pytester', 'pytester_assertions', 'raises', 'subtests', 'tracemalloc', 'scope', 'timing'].map((m) => `_pytest.${m}`), 'pdb', 'faulthandler', 'codeop', 'csv', 'decimal', 'json', 'sqlite3', 'struct', 'subprocess', 'tempfile', 'shutil', 'hashlib', 'pathlib', 'functools'];
 
 /**
+ * Modules imported on the way into or inside a program rather than by its import statements: runpy's
+ * run_path imports pkgutil for every script (~175 copy-on-write faults and an unmarshal per program:
+ * about a sixth of a forked program's faults), and datetime.strptime imports _strptime (and calendar)
+ * on first use (the reference pipelines of log-forensics and of the UTC-offset fault). Imported here,
+ * they cost each program nothing (as with every module in this list, a program finds them in
+ * sys.modules before it imports them).
+ */
+const PRELOAD_LAZY = ['pkgutil', '_strptime'];
+
+/**
  * Modules the gates' own programs import (progress.py, the reference pipeline, the verifier and its
  * runner, the SQLite readers): the default server's. Without pytest it is a third smaller, and every
  * program's fork copies and faults in less of it (~1 ms a program); pytest sessions go to a second
  * server that has imported pytest, started on first use (GatePython.pytestEnv).
  */
-const PRELOAD_PROGRAMS = ['_pytest.outcomes', 'inspect', 'threading', 'csv', 'datetime', 'decimal', 'json', 'sqlite3', 'struct', 'subprocess', 'tempfile', 'shutil', 'hashlib', 'pathlib', 'functools'];
+const PRELOAD_PROGRAMS = ['_pytest.outcomes', 'inspect', 'threading', 'csv', 'datetime', 'decimal', 'json', 'sqlite3', 'struct', 'subprocess', 'tempfile', 'shutil', 'hashlib', 'pathlib', 'functools', ...PRELOAD_LAZY];
 
 export const ZYGOTE_PY = String.raw`"""Warm python3 for the host gates: imports once, then forks one child per program a client hands over.
 
@@ -395,42 +405,57 @@ def run_on(fds, cwd, argv, env, template=None, fast=True):
 
 
 def read_all(fd, size):
-    chunks = []
+    """The rest of a regular file whose size was size: one read when it has not grown (a short read of
+    a regular file is its end)."""
+    data = os.read(fd, size + 1)
+    if len(data) <= size:
+        return data
+    chunks = [data]
     while True:
-        chunk = os.read(fd, max(size + 1, 1 << 16))
+        chunk = os.read(fd, 1 << 16)
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
 
 
+def entry_name(entry):
+    return entry.name
+
+
 def walk_tree(root, keep):
     """The tree under root as (relative path, kind, mode, content or link) in a fixed order; None if it holds
     anything but directories, regular files and symlinks, or more than TREE_LIMIT bytes. keep=False: file
-    contents as their sha256. (scandir's entry types spare an lstat per file.)"""
+    contents as their sha256. (scandir's entry types spare an lstat per file; paths are joined as bytes:
+    a run's key hashes its entry and input trees, twice for a run that is kept.)"""
     found = []
+    add = found.append
     total = 0
     pending = [b""]
+    imode = stat.S_IMODE
+    isreg = stat.S_ISREG
+    sha256 = hashlib.sha256
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     while pending:
         rel = pending.pop()
         try:
-            with os.scandir(os.path.join(root, rel) if rel else root) as listing:
-                entries = sorted(listing, key=lambda e: e.name)
+            with os.scandir(root + b"/" + rel if rel else root) as listing:
+                entries = sorted(listing, key=entry_name)
         except OSError:
             return None
         below = []
         for entry in entries:
-            sub = os.path.join(rel, entry.name) if rel else entry.name
+            sub = rel + b"/" + entry.name if rel else entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    found.append((sub, b"d", stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode), b""))
+                    add((sub, b"d", imode(entry.stat(follow_symlinks=False).st_mode), b""))
                     below.append(sub)
                 elif entry.is_symlink():
-                    found.append((sub, b"l", 0, os.readlink(entry.path)))
+                    add((sub, b"l", 0, os.readlink(entry.path)))
                 elif entry.is_file(follow_symlinks=False):
-                    fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                    fd = os.open(entry.path, flags)
                     try:
                         info = os.fstat(fd)
-                        if not stat.S_ISREG(info.st_mode) or total + info.st_size > TREE_LIMIT:
+                        if not isreg(info.st_mode) or total + info.st_size > TREE_LIMIT:
                             return None
                         data = read_all(fd, info.st_size)
                     finally:
@@ -438,7 +463,7 @@ def walk_tree(root, keep):
                     total += len(data)
                     if total > TREE_LIMIT:
                         return None
-                    found.append((sub, b"f", stat.S_IMODE(info.st_mode), data if keep else hashlib.sha256(data).digest()))
+                    add((sub, b"f", imode(info.st_mode), data if keep else sha256(data).digest()))
                 else:
                     return None
             except OSError:
