@@ -104,6 +104,10 @@ CODE_CACHE_SIZE = 64
 PRECOMPILED = {}
 
 PREVIOUS = sys.argv[2:3] == ["--previous"]
+# The server's own std streams and argv, referenced here so that a program replacing them does not
+# free them (freeing them wrote ~40 pages of the server's memory in every program).
+SERVER_STREAMS = (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__)
+SERVER_ARGV = sys.argv
 # The std streams' encoding: the interpreter's own (a program forked from here made its streams with it).
 STREAM_ENCODING = sys.stdout.encoding
 # std stream objects made once per profile of the client's fds 0-2 (stream_template), for these file types.
@@ -231,25 +235,34 @@ def std_streams(template=None):
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
 
 
-def set_environ(env):
-    """os.environ (and the C environment) becomes env, in env's order.
+def environ_plan(env):
+    """How the program's process turns the server's environment into env, in env's order: (names to
+    unset, (name, value) pairs to set), or None to replace every variable.
 
     A request's variables are mostly the server's own (both come from the gates' Node process): when
-    the shared ones are in the same order and the others come last, only the differences are applied.
+    the shared ones are in the same order and the others come last, only the differences need applying.
     Clearing and refilling every variable wrote ~100 pages of the server's memory in each program
-    (unsetenv/setenv, the dict), each a copy-on-write fault. Otherwise everything is replaced, as before.
+    (unsetenv/setenv, the dict), each a copy-on-write fault; the comparison runs here, before the fork,
+    because comparing in the program touched every variable's object (its reference count) again.
     """
     data = os.environb._data
     common = [key for key in env if key in data]
-    if [key for key in data if key in env] == common and list(env)[:len(common)] == common:
-        for key in [key for key in data if key not in env]:
-            del os.environb[key]
-        for key, value in env.items():
-            if data.get(key) != value:
-                os.environb[key] = value
-    else:
+    if [key for key in data if key in env] != common or list(env)[:len(common)] != common:
+        return None
+    return [key for key in data if key not in env], [(key, value) for key, value in env.items() if data.get(key) != value]
+
+
+def set_environ(env, plan):
+    """os.environ (and the C environment) becomes env, in env's order (plan: environ_plan's answer)."""
+    if plan is None:
         os.environb.clear()
         os.environb.update(env)
+        return
+    removed, changed = plan
+    for key in removed:
+        del os.environb[key]
+    for key, value in changed:
+        os.environb[key] = value
 
 
 def precompile(cwd, argv):
@@ -315,10 +328,19 @@ def get_code_from_file(run_name, fname):
     return (code, fname) if code is not None else _get_code_from_file(run_name, fname)
 
 
-def run_program(cwd, argv, env, template=None, fast=True):
+def script_path0(cwd, argv):
+    """sys.path[0] for a request that runs a script: the directory of the script's real path."""
+    if argv[1] in ("-c", "-m"):
+        return None
+    return os.path.dirname(os.path.realpath(os.path.join(cwd, argv[1])))
+
+
+def run_program(cwd, argv, env, template=None, fast=True, plan=None, path0=None):
+    """Runs the program in this (forked) process. fast: the server prepared environ_plan's plan and the
+    script's sys.path[0] (path0) before the fork; otherwise the process works them out itself."""
     os.chdir(cwd)
     if fast:
-        set_environ(env)
+        set_environ(env, plan)
     else:
         os.environb.clear()
         os.environb.update(env)
@@ -341,7 +363,7 @@ def run_program(cwd, argv, env, template=None, fast=True):
             runpy._run_module_as_main(target, alter_argv=True)
         else:
             sys.argv = [target] + rest
-            sys.path[:] = [os.path.dirname(os.path.realpath(target))] + ORIGINAL_PATH
+            sys.path[:] = [path0 if path0 is not None else os.path.dirname(os.path.realpath(target))] + ORIGINAL_PATH
             runpy.run_path(target, run_name="__main__")
     except SystemExit as done:
         if done.code is None:
@@ -388,7 +410,7 @@ def shut_down(fast=True):
         atexit._run_exitfuncs()
 
 
-def run_on(fds, cwd, argv, env, template=None, fast=True):
+def run_on(fds, cwd, argv, env, template=None, fast=True, plan=None, path0=None):
     """In a forked child: the client's three fds become 0-2, then the program runs (never returns).
     fast=False: as before the copy-on-write savings (the previous loop's baseline)."""
     for target, fd in enumerate(fds):
@@ -401,7 +423,7 @@ def run_on(fds, cwd, argv, env, template=None, fast=True):
         for fd in fds:
             if fd > 2:
                 os.close(fd)
-    run_program(cwd, argv, env, template, fast)
+    run_program(cwd, argv, env, template, fast, plan, path0)
 
 
 def read_all(fd, size):
@@ -585,6 +607,7 @@ def serve(listener):
     program) and a pidfd (readable once it has exited). A handler process per program, as before,
     cost a second fork of this interpreter and a scheduling round trip for every program.
     """
+    global PRECOMPILED
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, None)
     live = {}
@@ -629,9 +652,15 @@ def serve(listener):
                     continue
                 precompiled = precompile(cwd, argv)
                 template = stream_template(fds)
+                plan = environ_plan(env)
+                try:
+                    path0 = script_path0(cwd, argv)
+                except (OSError, ValueError):
+                    path0 = None
                 child = os.fork()
                 if child == 0:
-                    PRECOMPILED.update(precompiled)
+                    # Rebinding writes one slot of this module's dict; update() wrote the dict's pages.
+                    PRECOMPILED = precompiled
                     # The program keeps fds 0-2 only: none of the server's sockets, pidfds or selector.
                     if not CLOSE_RANGE:
                         selector.close()
@@ -640,7 +669,7 @@ def serve(listener):
                         for other, watch in live.values():
                             other.close()
                             os.close(watch)
-                    run_on(fds, cwd, argv, env, template)
+                    run_on(fds, cwd, argv, env, template, plan=plan, path0=path0)
                 for fd in fds:
                     os.close(fd)
                 watch = os.pidfd_open(child)
