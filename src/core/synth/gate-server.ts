@@ -213,7 +213,14 @@ def stream_template(fds):
         return None
     made = STREAM_TEMPLATES.get(key)
     if made is None:
-        saved = [os.dup(target) for target in range(3)]
+        saved = []
+        try:
+            for target in range(3):
+                saved.append(os.dup(target))
+        except OSError:
+            for fd in saved:
+                os.close(fd)
+            return None
         try:
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
@@ -380,7 +387,7 @@ def run_program(cwd, argv, env, template=None, fast=True, plan=None, path0=None)
             trace = trace.tb_next
         sys.excepthook(type(problem), problem.with_traceback(trace), trace)
         code = 1
-    shut_down(fast)
+    shut_down()
     for stream in (sys.stdout, sys.stderr):
         try:
             if not stream.closed:
@@ -390,23 +397,15 @@ def run_program(cwd, argv, env, template=None, fast=True, plan=None, path0=None)
     os._exit(code)
 
 
-def shut_down(fast=True):
+def shut_down():
     """What the interpreter does at exit before flushing the streams: threading's shutdown (its atexit
-    callbacks, joining non-daemon threads), then the atexit callbacks. With no thread to join and no
-    callback of either kind, threading's shutdown only marks the main thread stopped, which nothing
-    after it can see: it is skipped then (it wrote ~20 pages of the server's memory in every program)."""
-    threading = sys.modules.get("threading")
-    main = getattr(threading, "_main_thread", None)
-    locks = getattr(threading, "_shutdown_locks", None)
-    # The main thread's own lock is always among the locks to join.
-    idle = (main is not None and locks is not None and getattr(threading, "_threading_atexits", None) == []
-            and threading.current_thread() is main and all(lock is main._tstate_lock for lock in locks))
-    if threading is not None and not (fast and idle):
-        try:
-            threading._shutdown()
-        except Exception:
-            pass
-    if atexit._ncallbacks() or not fast:
+    callbacks, joining non-daemon threads), then the atexit callbacks (none registered: nothing to run)."""
+    try:
+        import threading
+        threading._shutdown()
+    except Exception:
+        pass
+    if atexit._ncallbacks():
         atexit._run_exitfuncs()
 
 
