@@ -69,6 +69,36 @@ describe('the gates\' process spawner', () => {
     }
   });
 
+  it('hands the gate server\'s python3 requests over itself with the result its client gives', async () => {
+    const server = await sharedGatePython();
+    assert.ok(server.run && server.handedOver, 'the warm gate server has a spawner');
+    const pidFile = join(scratch, 'sleeper.pid');
+    const cases: { argv: string[]; cwd?: string; timeoutMs?: number; discardOutput?: boolean }[] = [
+      { argv: ['python3', '-c', 'import os,sys; print(sys.argv, os.getcwd(), sys.stdin.read() == ""); print("err", file=sys.stderr); sys.exit(3)', 'a b'], cwd: scratch },
+      { argv: ['python3', '-c', 'import os,signal; os.kill(os.getpid(), signal.SIGTERM)'] },
+      { argv: ['python3', '-c', 'import sys; sys.stdout.write("y" * 300000); sys.stderr.write("z" * 70000)'] },
+      { argv: ['python3', '-c', 'print("dropped")'], discardOutput: true },
+      { argv: ['python3', '-m', 'json.tool', '--no-such-option'] },
+      { argv: ['python3', join(scratch, 'no-such-script.py')] },
+      // Not handed over (the client execs the real interpreter): the same either way.
+      { argv: ['python3', '-u', '-c', 'print(1)'] },
+    ];
+    const before = server.handedOver();
+    for (const c of cases) {
+      const o = { ...c, env: server.env };
+      assert.deepEqual(await server.run(c.argv, o), await server.run(c.argv, { ...o, direct: false }), c.argv.join(' '));
+    }
+    assert.equal(server.handedOver() - before, cases.length - 1, 'every case but python3 -u went to the server without a client');
+    // At the timeout the program itself is killed, as when its client is killed.
+    const slept = await server.run(['python3', '-c', `import os,time; open(${JSON.stringify(pidFile)}, "w").write(str(os.getpid())); time.sleep(30)`], { env: server.env, timeoutMs: 500 });
+    assert.equal(slept.code, null);
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    const deadline = Date.now() + 5000;
+    const alive = () => { try { process.kill(pid, 0); return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8')); } catch { return false; } };
+    while (alive() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(alive(), false, 'the program outlived its timeout');
+  });
+
   it('falls back to Node\'s spawn when the helper is gone', async () => {
     const spawner = startSpawner(real, runProcess);
     spawner.close();

@@ -107,6 +107,12 @@ export interface GateOptions {
    * every one.
    */
   shareRuns?: boolean;
+  /**
+   * The spawner sends a python3 request that the gate server's client would hand over straight to the
+   * server, without starting the client (default true on the warm runner with the spawner; spawner.ts);
+   * false starts the client for each, the previous path.
+   */
+  handOver?: boolean;
 }
 
 /** One verified state in compare mode: real pytest, the runner running every test, and the verdict the gates used (runner stopping at the first failure, or pytest). */
@@ -120,6 +126,7 @@ export interface VerifierComparison { state: string; pytest: TestOutcomes; runne
 export interface HostRun { python: string; env: Record<string, string>; verifierRunner?: string; sqliteDigests?: SqliteDigestCache; run?: RunProcess; tmp?: string; trees?: TreeOps; pytestEnv?: () => Promise<Record<string, string>>; sharedRunsEnv?: Record<string, string> }
 
 const run = (host: HostRun): RunProcess => host.run ?? runProcess;
+const withoutHandOver = (spawn: RunProcess): RunProcess => (argv, options) => spawn(argv, { ...options, direct: false });
 const trees = (host: HostRun): TreeOps => host.trees ?? PROMISE_TREES;
 
 const gatePythons = new Map<string, Promise<GatePython>>();
@@ -342,7 +349,7 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
     env: { ...server?.env, ...(tmp ? { TMPDIR: tmp } : {}) },
     verifierRunner: (options.verifier ?? 'runner') === 'runner' ? server?.verifierRunner : undefined,
     sqliteDigests: warm && options.reuseSqliteReads !== false ? new Map() : undefined,
-    run: warm && (options.spawner ?? 'helper') === 'helper' ? server?.run : undefined,
+    run: warm && (options.spawner ?? 'helper') === 'helper' && server?.run ? (options.handOver === false ? withoutHandOver(server.run) : server.run) : undefined,
     pytestEnv: server?.pytestEnv,
     tmp,
     trees: warm && (options.trees ?? 'sync') === 'sync' ? SYNC_TREES : undefined,
