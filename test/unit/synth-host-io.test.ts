@@ -282,4 +282,34 @@ describe('shared pipeline runs', () => {
     assert.equal(runs(), 16);
     assert.equal(readFileSync(join(filled, 'old.txt'), 'utf8'), 'old');
   });
+
+  it('give the same runs when the spawner hands the stand-in\'s requests over itself', async () => {
+    const server = await sharedGatePython();
+    assert.ok(server.sharedRunsPath && server.run && server.handedOver);
+    const root = join(scratch, 'shared-spawner');
+    const app = join(root, 'app');
+    mkdirSync(app, { recursive: true });
+    const marker = join(root, 'ran.log');
+    writeFileSync(marker, '');
+    writeFileSync(join(app, 'pipeline.sh'), '#!/bin/bash\necho ran >> "$MARKER"\ncat "$1"/*.txt | tr a-z A-Z > "$2/out.txt"\n[ "$(cat "$1"/*.txt)" != fail ] || exit 4\n');
+    let n = 0;
+    const run = async (text: string, direct: boolean) => {
+      const src = join(root, `in-${++n}`);
+      const dst = join(root, `out-${n}`);
+      mkdirSync(src);
+      mkdirSync(dst);
+      writeFileSync(join(src, 'a.txt'), text);
+      const r = await server.run!(['bash', join(app, 'pipeline.sh'), src, dst], { cwd: root, env: { ...server.env, PATH: server.sharedRunsPath!, TBRL_SHARED_RUNS: `spawner-${process.pid}`, MARKER: marker }, discardOutput: true, direct });
+      return [r.code, readFileSync(join(dst, 'out.txt'), 'utf8')];
+    };
+    const runs = () => (readFileSync(marker, 'utf8').match(/\n/g) ?? []).length;
+    for (const [text, code] of [['abc\n', 0], ['fail', 4]] as const) {
+      const before: { runs: number; handed: number } = { runs: runs(), handed: server.handedOver() };
+      // A miss: nothing kept yet, so bash runs (as the stand-in's child); then three answers from the kept run.
+      const results = [await run(text, true), await run(text, true), await run(text, false), await run(text, true)];
+      assert.deepEqual(results, Array(4).fill([code, text.toUpperCase()]), text);
+      assert.equal(runs() - before.runs, 1, 'one real run, the rest answered from it');
+      assert.equal(server.handedOver() - before.handed, 2, 'the two direct hits needed no stand-in');
+    }
+  });
 });

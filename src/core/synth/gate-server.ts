@@ -864,8 +864,8 @@ export async function startGatePython(python = 'python3', options: { previous?: 
     verifierRunner = join(home, 'verifier_runner.py');
     await writeFile(verifierRunner, VERIFIER_RUNNER_PY);
   }
-  // The spawner hands the python3 client's requests straight to this server (spawner.ts).
-  const spawner = withPytest ? undefined : startSpawner(real, runProcess, join(clientDir, 'python3'));
+  // The spawner hands the requests these clients would make straight to this server (spawner.ts).
+  const spawner = withPytest ? undefined : startSpawner(real, runProcess, { [join(clientDir, 'python3')]: 'python', ...(bashDir ? { [join(bashDir, 'bash')]: 'bash' as const } : {}) });
   let pytestServer: Promise<GatePython> | undefined;
   return {
     env,

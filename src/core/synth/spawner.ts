@@ -18,18 +18,21 @@ import type { Proc } from './host';
  * timeout; a program killed by a signal reports code null, one that cannot be started code null and
  * the error. If the helper cannot start, or exits, runs go back to Node's own spawn.
  *
- * Hand-over (issue #20): most python3 runs the gates start (progress.py, the verifier runner) are the
- * gate server's C client, a process whose only work is to hand its cwd, argv, environment and fds 0-2
- * to the server and wait for the exit status the server reports. Given that client's path
- * (`pythonClient`), the helper sends the very same request itself when the request's PATH lookup
- * finds that client and the client would hand it over (its `supported()`: a script, `-c CODE` or `-m
- * MODULE`, and TBRL_PYZYGOTE set): the same bytes (cwd as getcwd() gives it, argv, the environment in
- * order), the same fds (stdin on /dev/null, stdout and stderr on the socket pairs, or all on
- * /dev/null), the status as the client's exit (negative: the signal, code null; none: 255 and the
- * client's message); at the timeout it closes the connection, which the server treats as the client's
- * death (it kills the program). Where the request cannot be sent, or the server says "run it
- * yourself", the client is started after all (nothing has run yet). That spares a vfork, an exec, an
- * exit and two wake-ups per program (~65 a task). `direct: false` on a run: always the client.
+ * Hand-over (issue #20): most runs the gates start are the gate server's C clients — `python3`
+ * (progress.py, the verifier runner) and the `bash` stand-in of shared runs (the TypeScript grader's
+ * pipeline runs, mostly answered from a kept run) —, processes whose only work is to hand their cwd,
+ * argv, environment and fds 0-2 to the server and wait for the exit status it reports. Given the
+ * clients' paths (`clients`), the helper sends the very same request itself when the request's PATH
+ * lookup finds one of them and that client would hand it over (its `supported()`; TBRL_PYZYGOTE set):
+ * the same bytes (cwd as getcwd() gives it, argv, the environment in order), the same fds (stdin on
+ * /dev/null, stdout and stderr on the socket pairs, or all on /dev/null), the status as the client's
+ * exit (negative: the signal, code null; none: 255 and the client's message); at the timeout it closes
+ * the connection, which the server treats as the client's death (it kills the program). Where the
+ * request cannot be sent, or the server answers that nothing ran (run it yourself; for bash also "run
+ * it and report", a run not kept yet: the connection is closed before any report, so nothing is kept),
+ * the client is started after all and asks again: bash itself only ever runs as the stand-in's child,
+ * killed with it. That spares a vfork, an exec, an exit and two wake-ups per program (~100 a task).
+ * `direct: false` on a run: always the client.
  */
 export type RunProcess = (argv: string[], options?: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; discardOutput?: boolean; direct?: boolean }) => Promise<Proc>;
 
@@ -50,11 +53,12 @@ import subprocess
 import sys
 import time
 
-# The gate server's python3 client (gate-server.ts CLIENT_C): requests it would hand to the server are
-# handed over here, without starting it.
-PYTHON_CLIENT = sys.argv[1] if len(sys.argv) > 1 else None
-# The server's "nothing ran here, run it yourself" (gate-server.ts RUN_IT_YOURSELF).
-RUN_IT_YOURSELF = -(1 << 31)
+# The gate server's clients (gate-server.ts CLIENT_C), {path: "python" | "bash"}: requests they would
+# hand to the server are handed over here, without starting them.
+CLIENTS = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+# The server's answers meaning "nothing ran here": run it yourself, or (bash) run it and report
+# (gate-server.ts RUN_IT_YOURSELF, RUN_AND_REPORT). The client is started then; it asks again.
+NOTHING_RAN = (-(1 << 31), -(1 << 31) + 1)
 
 
 def answer(message):
@@ -104,29 +108,34 @@ def drop(live, selector):
         live.conn = None
 
 
-def hands_over(request):
-    """Whether the request would exec the server's python3 client and the client would hand it to the
-    server (CLIENT_C's supported()): the PATH lookup Popen makes, then the client's own checks."""
+def client_mode(request):
+    """"python" or "bash" when the request would exec one of the server's clients and that client would
+    hand it to the server (CLIENT_C's supported()), else None: the PATH lookup Popen makes, then the
+    client's own checks (the bash stand-in: ENTRY INPUT_DIR OUTPUT_DIR with fds 0-2 on /dev/null, in a scope)."""
     argv, env = request["argv"], request["env"]
-    if not PYTHON_CLIENT or not request.get("direct") or not env.get("TBRL_PYZYGOTE") or len(argv) < 2 or not argv[0] or "/" in argv[0]:
-        return False
-    if not (len(argv) >= 3 if argv[1] in ("-c", "-m") else not argv[1].startswith("-")):
-        return False
+    if not CLIENTS or not request.get("direct") or not env.get("TBRL_PYZYGOTE") or len(argv) < 2 or not argv[0] or "/" in argv[0]:
+        return None
+    mode = None
     for folder in os.get_exec_path(env):
         candidate = os.path.join(folder, argv[0])
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate == PYTHON_CLIENT
-    return False
+            mode = CLIENTS.get(candidate)
+            break
+    if mode == "python":
+        return mode if (len(argv) >= 3 if argv[1] in ("-c", "-m") else not argv[1].startswith("-")) else None
+    if mode == "bash" and env.get("TBRL_SHARED_RUNS") and len(argv) == 4 and request.get("discard"):
+        return mode if all(a and not a.startswith("-") for a in argv[1:]) else None
+    return None
 
 
-def hand_over(request, fds):
+def hand_over(request, mode, fds):
     """Sends the request as the client would (CLIENT_C main); the connection, or None when it cannot
     be sent (nothing has run: the client then runs and does what it does)."""
     try:
         cwd = os.path.realpath(request["cwd"])
         if not os.path.isdir(cwd):
             return None
-        items = [b"python", os.fsencode(cwd)] + [os.fsencode(a) for a in request["argv"]]
+        items = [mode.encode(), os.fsencode(cwd)] + [os.fsencode(a) for a in request["argv"]]
         body = b"".join(item + b"\0" for item in items) + b"\0"
         body += b"".join(os.fsencode(k) + b"=" + os.fsencode(v) + b"\0" for k, v in request["env"].items())
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
@@ -155,11 +164,12 @@ def start(request, selector, deadlines):
     # discard: both on /dev/null (stdio 'ignore').
     pairs = [] if request.get("discard") else [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(2)]
     conn = None
-    if hands_over(request):
+    mode = client_mode(request)
+    if mode is not None:
         # What Popen gives the client: /dev/null opened read-write for each fd it does not pipe.
         null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
         try:
-            conn = hand_over(request, [null] + ([pair[1].fileno() for pair in pairs] if pairs else [null, null]))
+            conn = hand_over(request, mode, [null] + ([pair[1].fileno() for pair in pairs] if pairs else [null, null]))
         finally:
             os.close(null)
     if conn is not None:
@@ -188,7 +198,8 @@ def start(request, selector, deadlines):
 
 
 def server_status(live, selector):
-    """The server's answer for a handed-over request: the program's exit status, or "run it yourself"."""
+    """The server's answer for a handed-over request: the program's exit status (a bash stand-in's: that
+    of the run it kept), or that nothing ran."""
     try:
         data = live.conn.recv(4 - len(live.status))
     except BlockingIOError:
@@ -200,8 +211,9 @@ def server_status(live, selector):
         return
     drop(live, selector)
     code = struct.unpack("=i", live.status)[0] if len(live.status) == 4 else None
-    if code == RUN_IT_YOURSELF:
-        # Nothing ran: the client runs after all, on the same fds (it asks again, or execs the real python3).
+    if code in NOTHING_RAN:
+        # Nothing ran (nothing is kept for a connection closed before its report): the client runs
+        # after all, on the same fds; it asks again, then runs the program as it would have.
         try:
             live.child = popen(live.request, live.pairs)
         except (OSError, ValueError, TypeError) as problem:
@@ -296,16 +308,19 @@ export interface Spawner {
   handedOver(): number;
 }
 
+/** The gate server's client binaries by path, and the protocol each speaks (gate-server.ts CLIENT_C). */
+export type ServerClients = Record<string, 'python' | 'bash'>;
+
 interface Pending { resolve: (p: Proc) => void }
 
 /**
  * Starts the helper with the real interpreter `python` (an absolute path: not the gates' python3
  * stand-in, whose programs are forked from the gate server). `fallback` runs whatever the helper
- * cannot: every run once it is gone. `pythonClient`: the gate server's python3 client, whose requests
- * the helper hands over itself (above).
+ * cannot: every run once it is gone. `clients`: the gate server's clients, whose requests the helper
+ * hands over itself (above).
  */
-export function startSpawner(python: string, fallback: RunProcess, pythonClient?: string): Spawner {
-  let child: ChildProcess | undefined = spawn(python, ['-I', '-S', '-c', SPAWNER_PY, ...(pythonClient ? [pythonClient] : [])], { stdio: ['pipe', 'pipe', 'inherit'] });
+export function startSpawner(python: string, fallback: RunProcess, clients?: ServerClients): Spawner {
+  let child: ChildProcess | undefined = spawn(python, ['-I', '-S', '-c', SPAWNER_PY, ...(clients ? [JSON.stringify(clients)] : [])], { stdio: ['pipe', 'pipe', 'inherit'] });
   let handedOver = 0;
   const pending = new Map<number, Pending>();
   let next = 0;
@@ -343,7 +358,7 @@ export function startSpawner(python: string, fallback: RunProcess, pythonClient?
   const run: RunProcess = (argv, options = {}) => {
     if (!child) return fallback(argv, options);
     const id = ++next;
-    const request = { id, argv, cwd: options.cwd ?? process.cwd(), env: { ...process.env, ...options.env }, timeout: (options.timeoutMs ?? 120_000) / 1000, ...(options.discardOutput ? { discard: true } : {}), ...(pythonClient && options.direct !== false ? { direct: true } : {}) };
+    const request = { id, argv, cwd: options.cwd ?? process.cwd(), env: { ...process.env, ...options.env }, timeout: (options.timeoutMs ?? 120_000) / 1000, ...(options.discardOutput ? { discard: true } : {}), ...(clients && options.direct !== false ? { direct: true } : {}) };
     return new Promise<Proc>((resolve) => {
       pending.set(id, { resolve });
       // A pending run keeps Node alive as Node's own spawn would.
