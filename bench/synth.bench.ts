@@ -1,7 +1,7 @@
 /**
  * Tev synthesis at corpus scale (issue #20).
  *
- *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7|all] [--baseline-sample 1] [--baseline previous|pytest|main] [--process-baseline 0]
+ *   node --import tsx bench/synth.bench.ts [--count 1000] [--full-sample 7|all] [--baseline-sample 1] [--baseline previous|pytest|main] [--baseline-checkout DIR] [--process-baseline 0]
  *       [--task-concurrency 2] [--probe-concurrency 2] [--per-domain 20] [--concurrency 2] [--tier small]
  *
  * 1. `--count` tasks across the seven domains (round robin, seeds 1..count) at the small tier:
@@ -17,7 +17,10 @@
  *      fs.cp / fs.rm, a handler process per program and no code cache in the gate server);
  *      `--baseline main`: main before shared pipeline runs (every grader runs its own);
  *      `--baseline pytest`: the one before that (also a pytest session per verifier run and a python3
- *      per SQLite read). `--process-baseline N` adds the original per-process path on the first N (slow).
+ *      per SQLite read). `--baseline-checkout DIR` instead: the code of another checkout (e.g. main's
+ *      worktree, /work/main), loaded beside this one, each task generated and gated by it with its
+ *      defaults. Each side's CPU over the whole process tree (this process and everything it started,
+ *      from /proc) is printed too: the figure that load moves least. `--process-baseline N` adds the original per-process path on the first N (slow).
  *    - Then throughput: every sampled task on the current path, `--task-concurrency` tasks at a
  *      time (each running its probes `--probe-concurrency` at a time); seconds per task = wall time
  *      / tasks, on this machine's cores (the Node process's own CPU per task is printed too).
@@ -27,9 +30,10 @@
  *    left without a pipeline, an edited input) all score Φ = 0. 0 skips the container part.
  */
 import { parseArgs } from 'node:util';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { DOMAINS } from '../src/core/synth/domains';
 import { synthesize, type SynthesizedTask } from '../src/core/synth/generate';
 import { closeGatePythons, runGates, sharedGatePython, staticGates, type GateReport } from '../src/core/synth/gates';
@@ -41,7 +45,7 @@ import { loadTask } from '../src/core/tasks/load';
 import { runTests } from '../src/core/reward/tests';
 import type { ScaleTier } from '../src/core/synth/types';
 
-const { values } = parseArgs({ options: { baseline: { type: 'string' }, count: { type: 'string' }, 'full-sample': { type: 'string' }, 'baseline-sample': { type: 'string' }, 'process-baseline': { type: 'string' }, 'task-concurrency': { type: 'string' }, 'probe-concurrency': { type: 'string' }, 'per-domain': { type: 'string' }, concurrency: { type: 'string' }, tier: { type: 'string' } } });
+const { values } = parseArgs({ options: { baseline: { type: 'string' }, count: { type: 'string' }, 'full-sample': { type: 'string' }, 'baseline-sample': { type: 'string' }, 'process-baseline': { type: 'string' }, 'baseline-checkout': { type: 'string' }, 'task-concurrency': { type: 'string' }, 'probe-concurrency': { type: 'string' }, 'per-domain': { type: 'string' }, concurrency: { type: 'string' }, tier: { type: 'string' } } });
 const COUNT = Number(values.count ?? 1000);
 const FULL = values['full-sample'] === 'all' ? COUNT : Number(values['full-sample'] ?? 7);
 const BASELINE = Number(values['baseline-sample'] ?? 1);
@@ -58,7 +62,36 @@ const PATHS = {
   main: { label: 'main: no shared pipeline runs', options: { shareRuns: false } },
 } as const;
 const PREVIOUS_PATH = PATHS[(values.baseline ?? 'previous') as keyof typeof PATHS] ?? PATHS.previous;
+const BASELINE_CHECKOUT = values['baseline-checkout'];
 const domains = Object.keys(DOMAINS);
+/**
+ * CPU time (ms) of this process and everything it started, finished children included: its own and
+ * its children's utime + stime + cutime + cstime from /proc. The gate server and the spawner are its
+ * children and reap every program they start, so a task's gates are all counted, whatever else runs
+ * on the machine (ticks of 10 ms: compare sums over whole tasks).
+ */
+function treeCpuMs(): number {
+  const ticks = (pid: string): number => {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+      return [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0);
+    } catch {
+      return 0;
+    }
+  };
+  let total = ticks(String(process.pid));
+  for (const task of readdirSync(`/proc/${process.pid}/task`)) {
+    let children = '';
+    try { children = readFileSync(`/proc/${process.pid}/task/${task}/children`, 'utf8'); } catch { /* gone */ }
+    for (const child of children.split(' ').filter(Boolean)) total += ticks(child);
+  }
+  return total * 10;
+}
+/** The machine's idle time (ms, all cores) from /proc/stat: idle + iowait. */
+function machineIdleMs(): number {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].split(/\s+/).slice(1).map(Number);
+  return (cpu[3] + cpu[4]) * 10;
+}
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const s = (ms: number) => `${(ms / 1000).toFixed(3)} s`;
 
@@ -99,27 +132,54 @@ async function fullGates(tasks: SynthesizedTask[], staticPerTask: number): Promi
 
   // 1. Same-run baseline, alternated task by task on the first BASELINE tasks, one task at a time:
   //    the previous path (PREVIOUS_PATH) and the current one, on the same task.
-  const pairs: { previous: number; current: number }[] = [];
+  // --baseline-checkout DIR: the baseline is another checkout's code (e.g. main's worktree), loaded
+  // into this process beside the current one (its own modules, gate server and spawner); each task is
+  // generated by that checkout's generator and gated with its default options.
+  let baselineLabel: string = PREVIOUS_PATH.label;
+  let runPrevious = (t: SynthesizedTask): Promise<GateReport> => runGates(t, PREVIOUS_PATH.options);
+  let closePrevious = async (): Promise<void> => undefined;
+  if (BASELINE_CHECKOUT) {
+    const dir = resolve(BASELINE_CHECKOUT);
+    const other = (await import(pathToFileURL(join(dir, 'src/core/synth/gates.ts')).href)) as typeof import('../src/core/synth/gates');
+    const otherGen = (await import(pathToFileURL(join(dir, 'src/core/synth/generate.ts')).href)) as typeof import('../src/core/synth/generate');
+    await other.sharedGatePython();
+    baselineLabel = `the code of ${dir}`;
+    runPrevious = (t) => other.runGates(otherGen.synthesize({ domain: t.spec.name, tier: t.labels.scale, seed: t.draw.world.seed }), {});
+    closePrevious = () => other.closeGatePythons();
+  }
+  const pairs: { previous: number; current: number; previousCpu: number; currentCpu: number; previousNode: number; currentNode: number }[] = [];
   let same = 0;
   for (const t of sample.slice(0, BASELINE)) {
     const order = pairs.length % 2 === 0 ? (['previous', 'current'] as const) : (['current', 'previous'] as const);
     const ms: Record<string, number> = {};
+    const cpu: Record<string, number> = {};
+    const nodeCpu: Record<string, number> = {};
     const reports: Record<string, GateReport> = {};
     for (const path of order) {
       const a = Date.now();
-      reports[path] = await runGates(t, path === 'previous' ? PREVIOUS_PATH.options : {});
+      const c = treeCpuMs();
+      const n = process.cpuUsage();
+      reports[path] = await (path === 'previous' ? runPrevious(t) : runGates(t, {}));
       ms[path] = Date.now() - a;
+      cpu[path] = treeCpuMs() - c;
+      const nd = process.cpuUsage(n);
+      nodeCpu[path] = (nd.user + nd.system) / 1000;
     }
-    pairs.push({ previous: ms.previous, current: ms.current });
+    pairs.push({ previous: ms.previous, current: ms.current, previousCpu: cpu.previous, currentCpu: cpu.current, previousNode: nodeCpu.previous, currentNode: nodeCpu.current });
     if (verdicts(reports.previous) === verdicts(reports.current)) same++;
     else console.log(`  DIFFERENT ${t.id}: previous ${verdicts(reports.previous)} vs current ${verdicts(reports.current)}`);
-    console.log(`    ${t.id}: previous path ${s(ms.previous)} (${reports.previous.verifierRuns?.runner} runner / ${reports.previous.verifierRuns?.pytest} pytest), current ${s(ms.current)} (${reports.current.verifierRuns?.runner} runner / ${reports.current.verifierRuns?.pytest} pytest), ${(ms.previous / Math.max(1, ms.current)).toFixed(2)}x`);
+    console.log(`    ${t.id}: previous path ${s(ms.previous)} (${reports.previous.verifierRuns?.runner} runner / ${reports.previous.verifierRuns?.pytest} pytest; CPU ${s(cpu.previous)}), current ${s(ms.current)} (${reports.current.verifierRuns?.runner} runner / ${reports.current.verifierRuns?.pytest} pytest; CPU ${s(cpu.current)}), ${(ms.previous / Math.max(1, ms.current)).toFixed(2)}x`);
   }
   if (pairs.length > 0) {
     const prev = pairs.reduce((x, p) => x + p.previous, 0) / pairs.length;
     const cur = pairs.reduce((x, p) => x + p.current, 0) / pairs.length;
-    console.log(`  previous path (${PREVIOUS_PATH.label}) vs current, one task at a time, alternated, ${pairs.length} task(s): ${s(prev)} vs ${s(cur)} per task, ${(prev / Math.max(1, cur)).toFixed(2)}x; identical gate results on ${same}/${pairs.length}; load average ${load()}`);
+    const prevCpu = pairs.reduce((x, p) => x + p.previousCpu, 0) / pairs.length;
+    const curCpu = pairs.reduce((x, p) => x + p.currentCpu, 0) / pairs.length;
+    const prevNode = pairs.reduce((x, p) => x + p.previousNode, 0) / pairs.length;
+    const curNode = pairs.reduce((x, p) => x + p.currentNode, 0) / pairs.length;
+    console.log(`  previous path (${baselineLabel}) vs current, one task at a time, alternated, ${pairs.length} task(s): ${s(prev)} vs ${s(cur)} per task, ${(prev / Math.max(1, cur)).toFixed(2)}x; CPU of the whole process tree ${s(prevCpu)} vs ${s(curCpu)} per task, ${(prevCpu / Math.max(1, curCpu)).toFixed(2)}x (of which the Node process ${s(prevNode)} vs ${s(curNode)}); identical gate results on ${same}/${pairs.length}; load average ${load()}`);
   }
+  await closePrevious();
   for (const t of sample.slice(0, PROCESS_BASELINE)) {
     const a = Date.now();
     const r = await runGates(t, { runner: 'process' });
@@ -133,6 +193,8 @@ async function fullGates(tasks: SynthesizedTask[], staticPerTask: number): Promi
   let ok = 0, probes = 0, shortcuts = 0, shortcutsAtZero = 0, runner = 0, pytest = 0, next = 0;
   const started = Date.now();
   const cpu0 = process.cpuUsage();
+  const tree0 = treeCpuMs();
+  const idle0 = machineIdleMs();
   await Promise.all(Array.from({ length: Math.min(TASK_CONCURRENCY, sample.length) }, async () => {
     while (next < sample.length) {
       const t = sample[next++];
@@ -150,8 +212,10 @@ async function fullGates(tasks: SynthesizedTask[], staticPerTask: number): Promi
   }));
   const wall = Date.now() - started;
   const cpu = process.cpuUsage(cpu0);
+  const treeCpu = treeCpuMs() - tree0;
+  const idle = machineIdleMs() - idle0;
   await closeGatePythons();
-  console.log(`  full host gates, ${sample.length} task(s), ${Math.min(TASK_CONCURRENCY, sample.length)} at a time (probes ${PROBE_CONCURRENCY} at a time in each) on ${cpus().length} cores: ${s(wall / sample.length)} per task (wall / tasks; one task's own time: median ${s(median(times))}); ${ok}/${sample.length} passed; ${probes} probes, ${shortcutsAtZero}/${shortcuts} shortcuts at Φ = 0 and failing the verifier; verifier runs: ${runner} by the runner, ${pytest} by pytest; the gates' Node process itself used ${s((cpu.user + cpu.system) / 1000 / sample.length)} CPU per task; load average ${load()}`);
+  console.log(`  full host gates, ${sample.length} task(s), ${Math.min(TASK_CONCURRENCY, sample.length)} at a time (probes ${PROBE_CONCURRENCY} at a time in each) on ${cpus().length} cores: ${s(wall / sample.length)} per task (wall / tasks; one task's own time: median ${s(median(times))}); ${ok}/${sample.length} passed; ${probes} probes, ${shortcutsAtZero}/${shortcuts} shortcuts at Φ = 0 and failing the verifier; verifier runs: ${runner} by the runner, ${pytest} by pytest; the gates' Node process itself used ${s((cpu.user + cpu.system) / 1000 / sample.length)} CPU per task; the whole process tree ${s(treeCpu / sample.length)} CPU per task; machine idle ${((100 * idle) / (cpus().length * wall)).toFixed(1)}% of the ${cpus().length} cores' time; load average ${load()}`);
   console.log(`  => generation + all gates ≈ ${s(staticPerTask + wall / sample.length)} per task (target ≤ 1 s)`);
 }
 

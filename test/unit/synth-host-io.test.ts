@@ -69,6 +69,36 @@ describe('the gates\' process spawner', () => {
     }
   });
 
+  it('hands the gate server\'s python3 requests over itself with the result its client gives', async () => {
+    const server = await sharedGatePython();
+    assert.ok(server.run && server.handedOver, 'the warm gate server has a spawner');
+    const pidFile = join(scratch, 'sleeper.pid');
+    const cases: { argv: string[]; cwd?: string; timeoutMs?: number; discardOutput?: boolean }[] = [
+      { argv: ['python3', '-c', 'import os,sys; print(sys.argv, os.getcwd(), sys.stdin.read() == ""); print("err", file=sys.stderr); sys.exit(3)', 'a b'], cwd: scratch },
+      { argv: ['python3', '-c', 'import os,signal; os.kill(os.getpid(), signal.SIGTERM)'] },
+      { argv: ['python3', '-c', 'import sys; sys.stdout.write("y" * 300000); sys.stderr.write("z" * 70000)'] },
+      { argv: ['python3', '-c', 'print("dropped")'], discardOutput: true },
+      { argv: ['python3', '-m', 'json.tool', '--no-such-option'] },
+      { argv: ['python3', join(scratch, 'no-such-script.py')] },
+      // Not handed over (the client execs the real interpreter): the same either way.
+      { argv: ['python3', '-u', '-c', 'print(1)'] },
+    ];
+    const before = server.handedOver();
+    for (const c of cases) {
+      const o = { ...c, env: server.env };
+      assert.deepEqual(await server.run(c.argv, o), await server.run(c.argv, { ...o, direct: false }), c.argv.join(' '));
+    }
+    assert.equal(server.handedOver() - before, cases.length - 1, 'every case but python3 -u went to the server without a client');
+    // At the timeout the program itself is killed, as when its client is killed.
+    const slept = await server.run(['python3', '-c', `import os,time; open(${JSON.stringify(pidFile)}, "w").write(str(os.getpid())); time.sleep(30)`], { env: server.env, timeoutMs: 500 });
+    assert.equal(slept.code, null);
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    const deadline = Date.now() + 5000;
+    const alive = () => { try { process.kill(pid, 0); return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8')); } catch { return false; } };
+    while (alive() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(alive(), false, 'the program outlived its timeout');
+  });
+
   it('falls back to Node\'s spawn when the helper is gone', async () => {
     const spawner = startSpawner(real, runProcess);
     spawner.close();
@@ -251,5 +281,35 @@ describe('shared pipeline runs', () => {
     assert.equal(run(input({ 'a.txt': 'u\n' }), { dst: filled }).out, 'U\nx=1\n');
     assert.equal(runs(), 16);
     assert.equal(readFileSync(join(filled, 'old.txt'), 'utf8'), 'old');
+  });
+
+  it('give the same runs when the spawner hands the stand-in\'s requests over itself', async () => {
+    const server = await sharedGatePython();
+    assert.ok(server.sharedRunsPath && server.run && server.handedOver);
+    const root = join(scratch, 'shared-spawner');
+    const app = join(root, 'app');
+    mkdirSync(app, { recursive: true });
+    const marker = join(root, 'ran.log');
+    writeFileSync(marker, '');
+    writeFileSync(join(app, 'pipeline.sh'), '#!/bin/bash\necho ran >> "$MARKER"\ncat "$1"/*.txt | tr a-z A-Z > "$2/out.txt"\n[ "$(cat "$1"/*.txt)" != fail ] || exit 4\n');
+    let n = 0;
+    const run = async (text: string, direct: boolean) => {
+      const src = join(root, `in-${++n}`);
+      const dst = join(root, `out-${n}`);
+      mkdirSync(src);
+      mkdirSync(dst);
+      writeFileSync(join(src, 'a.txt'), text);
+      const r = await server.run!(['bash', join(app, 'pipeline.sh'), src, dst], { cwd: root, env: { ...server.env, PATH: server.sharedRunsPath!, TBRL_SHARED_RUNS: `spawner-${process.pid}`, MARKER: marker }, discardOutput: true, direct });
+      return [r.code, readFileSync(join(dst, 'out.txt'), 'utf8')];
+    };
+    const runs = () => (readFileSync(marker, 'utf8').match(/\n/g) ?? []).length;
+    for (const [text, code] of [['abc\n', 0], ['fail', 4]] as const) {
+      const before: { runs: number; handed: number } = { runs: runs(), handed: server.handedOver() };
+      // A miss: nothing kept yet, so bash runs (as the stand-in's child); then three answers from the kept run.
+      const results = [await run(text, true), await run(text, true), await run(text, false), await run(text, true)];
+      assert.deepEqual(results, Array(4).fill([code, text.toUpperCase()]), text);
+      assert.equal(runs() - before.runs, 1, 'one real run, the rest answered from it');
+      assert.equal(server.handedOver() - before.handed, 2, 'the two direct hits needed no stand-in');
+    }
   });
 });

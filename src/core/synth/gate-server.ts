@@ -36,6 +36,8 @@ export interface GatePython {
   verifierRunner?: string;
   /** Starts a process through the spawner (spawner.ts) on the warm server; absent otherwise (Node's spawn). */
   run?: RunProcess;
+  /** How many of the spawner's runs were handed straight to this server, without its client (spawner.ts). */
+  handedOver?: () => number;
   /**
    * PATH with the bash stand-in first: with it and TBRL_SHARED_RUNS=<scope> in a program's environment,
    * a `bash ENTRY INPUT_DIR OUTPUT_DIR` run with stdin, stdout and stderr on /dev/null is shared with
@@ -1028,7 +1030,8 @@ export async function startGatePython(python = 'python3', options: { previous?: 
     verifierRunner = join(home, 'verifier_runner.py');
     await writeFile(verifierRunner, VERIFIER_RUNNER_PY);
   }
-  const spawner = withPytest ? undefined : startSpawner(real, runProcess);
+  // The spawner hands the requests these clients would make straight to this server (spawner.ts).
+  const spawner = withPytest ? undefined : startSpawner(real, runProcess, { [join(clientDir, 'python3')]: 'python', ...(bashDir ? { [join(bashDir, 'bash')]: 'bash' as const } : {}) });
   let pytestServer: Promise<GatePython> | undefined;
   return {
     env,
@@ -1036,6 +1039,7 @@ export async function startGatePython(python = 'python3', options: { previous?: 
     sharedRunsPath: bashDir ? `${bashDir}:${env.PATH}` : undefined,
     verifierRunner,
     run: spawner?.run,
+    handedOver: spawner?.handedOver,
     pytestEnv: withPytest ? undefined : async () => {
       const server = await (pytestServer ??= startGatePython(python, { pytest: true }));
       // No pytest server (it did not come up): this one runs the session, importing pytest itself.

@@ -1,4 +1,5 @@
-import { chmod, cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cp, mkdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isDeepStrictEqual } from 'node:util';
 import { dirname, join } from 'node:path';
@@ -106,6 +107,12 @@ export interface GateOptions {
    * every one.
    */
   shareRuns?: boolean;
+  /**
+   * The spawner sends a python3 request that the gate server's client would hand over straight to the
+   * server, without starting the client (default true on the warm runner with the spawner; spawner.ts);
+   * false starts the client for each, the previous path.
+   */
+  handOver?: boolean;
 }
 
 /** One verified state in compare mode: real pytest, the runner running every test, and the verdict the gates used (runner stopping at the first failure, or pytest). */
@@ -119,6 +126,7 @@ export interface VerifierComparison { state: string; pytest: TestOutcomes; runne
 export interface HostRun { python: string; env: Record<string, string>; verifierRunner?: string; sqliteDigests?: SqliteDigestCache; run?: RunProcess; tmp?: string; trees?: TreeOps; pytestEnv?: () => Promise<Record<string, string>>; sharedRunsEnv?: Record<string, string> }
 
 const run = (host: HostRun): RunProcess => host.run ?? runProcess;
+const withoutHandOver = (spawn: RunProcess): RunProcess => (argv, options) => spawn(argv, { ...options, direct: false });
 const trees = (host: HostRun): TreeOps => host.trees ?? PROMISE_TREES;
 
 const gatePythons = new Map<string, Promise<GatePython>>();
@@ -214,14 +222,14 @@ export async function verifyWithRunner(root: string, app: string, host: HostRun,
   try {
     const r = await run(host)([host.python, host.verifierRunner, join(root, 'tests/test_outputs.py'), out, ...(options.stopAtFirstFailure ? ['--stop-at-first-failure'] : [])], { cwd: app, env: { ...host.env, TBRL_APP: app }, timeoutMs: 300_000 });
     if (r.code !== 0 && r.code !== 1) return undefined;
-    const result = JSON.parse(await readFile(out, 'utf8')) as { tests: TestOutcomes; undecided: string | null };
+    const result = JSON.parse(readFileSync(out, 'utf8')) as { tests: TestOutcomes; undecided: string | null };
     if (result.undecided !== null) return undefined;
     const passed = r.code === 0 && Object.values(result.tests).every((o) => o === 'passed');
     return { passed, log: Object.entries(result.tests).map(([n, o]) => `${o.toUpperCase()} ${n}`).join('\n') + r.stderr, via: 'runner', tests: result.tests };
   } catch {
     return undefined;
   } finally {
-    await rm(out, { force: true });
+    rmSync(out, { force: true });
   }
 }
 
@@ -233,23 +241,31 @@ export async function verifyWithRunner(root: string, app: string, host: HostRun,
  * down); installed plugins and PYTEST_ADDOPTS are checked by the server and the runner.
  */
 async function directVerifierFits(root: string, testFiles: FileMap): Promise<boolean> {
+  // Synchronous reads (a few small files on the scratch disk, every verifier run): the promise API's
+  // open / fstat / read / close round trips through the thread pool cost more CPU than the reads.
   const dir = join(root, 'tests');
   const present: string[] = [];
-  const walk = async (rel: string): Promise<void> => {
-    for (const e of await readdir(join(dir, rel), { withFileTypes: true })) {
+  const walk = (rel: string): void => {
+    for (const e of readdirSync(join(dir, rel), { withFileTypes: true })) {
       const p = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) { if (e.name !== '__pycache__') await walk(p); } else present.push(`tests/${p}`);
+      if (e.isDirectory()) { if (e.name !== '__pycache__') walk(p); } else present.push(`tests/${p}`);
     }
   };
   try {
-    await walk('');
+    walk('');
   } catch {
     return false;
   }
   const wanted = Object.keys(testFiles).filter((p) => p.startsWith('tests/')).sort();
   if (!isDeepStrictEqual(present.sort(), wanted)) return false;
   for (const p of wanted) {
-    if ((await readFile(join(root, p), 'utf8').catch(() => undefined)) !== testFiles[p]) return false;
+    let text: string | undefined;
+    try {
+      text = readFileSync(join(root, p), 'utf8');
+    } catch {
+      text = undefined;
+    }
+    if (text !== testFiles[p]) return false;
   }
   const ini = testFiles['tests/pytest.ini'] ?? '';
   return ini.split('\n').every((l) => /^\s*(\[pytest\])?\s*([#;].*)?$/.test(l));
@@ -261,18 +277,19 @@ async function runStep(app: string, script: string, host: HostRun): Promise<void
 }
 
 async function applyProbe(app: string, probe: Probe, host: HostRun): Promise<void> {
+  // Synchronous: a handful of small files per probe (as the tree copies, host.ts).
   for (const [path, text] of Object.entries(probe.files)) {
     const target = join(app, path);
-    if (text === null) await rm(target, { recursive: true, force: true });
+    if (text === null) rmSync(target, { recursive: true, force: true });
     else {
-      await mkdir(dirname(target), { recursive: true });
-      await writeFile(target, text);
-      if (path.endsWith('.sh')) await chmod(target, 0o755);
+      mkdirSync(dirname(target), { recursive: true });
+      writeFileSync(target, text);
+      if (path.endsWith('.sh')) chmodSync(target, 0o755);
     }
   }
   if (probe.patches) {
     const pipeline = join(app, 'ref_pipeline.py');
-    await writeFile(pipeline, applyPatches(await readFile(pipeline, 'utf8'), probe.patches));
+    writeFileSync(pipeline, applyPatches(readFileSync(pipeline, 'utf8'), probe.patches));
   }
   if (probe.after) await runStep(app, probe.after, host);
 }
@@ -332,7 +349,7 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
     env: { ...server?.env, ...(tmp ? { TMPDIR: tmp } : {}) },
     verifierRunner: (options.verifier ?? 'runner') === 'runner' ? server?.verifierRunner : undefined,
     sqliteDigests: warm && options.reuseSqliteReads !== false ? new Map() : undefined,
-    run: warm && (options.spawner ?? 'helper') === 'helper' ? server?.run : undefined,
+    run: warm && (options.spawner ?? 'helper') === 'helper' && server?.run ? (options.handOver === false ? withoutHandOver(server.run) : server.run) : undefined,
     pytestEnv: server?.pytestEnv,
     tmp,
     trees: warm && (options.trees ?? 'sync') === 'sync' ? SYNC_TREES : undefined,

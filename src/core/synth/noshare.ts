@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-
 /**
  * The "share no code" gate: grader, strict verifier and reference solver must be independent
  * programs, so a bug (or a leak) in one cannot make the others agree with it. Checked mechanically:
@@ -35,20 +33,20 @@ export function normaliseLine(line: string): string {
   return line.replace(/#.*$/, '').replace(/\s+/g, ' ').trim();
 }
 
-const hash = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 16);
-
-function lineHashes(text: string): Map<string, string> {
-  const out = new Map<string, string>();
+// Lines and bodies are compared by their normalised text itself (a Map key), not by a hash of it:
+// the same matches without a sha256 per line (the gate runs on every generated task).
+function substantiveLines(text: string): Set<string> {
+  const out = new Set<string>();
   for (const raw of text.split('\n')) {
     const line = normaliseLine(raw);
     // A JSON literal line is data (paths, expected values), not code.
     if (/^\w+ = json\.loads\(r'''/.test(line)) continue;
-    if (substantive(line)) out.set(hash(line), line);
+    if (substantive(line)) out.add(line);
   }
   return out;
 }
 
-/** Bodies of Python `def`s (indentation-delimited), normalised; the name is not part of the hash. */
+/** Bodies of Python `def`s (indentation-delimited), normalised, with their names; the name is not part of the key. */
 function functionBodies(text: string): Map<string, string> {
   const out = new Map<string, string>();
   const lines = text.split('\n');
@@ -63,7 +61,7 @@ function functionBodies(text: string): Map<string, string> {
       const n = normaliseLine(lines[j]);
       if (n) body.push(n);
     }
-    if (body.length >= 2) out.set(hash(body.join('\n')), m[2]);
+    if (body.length >= 2) out.set(body.join('\n'), m[2]);
   }
   return out;
 }
@@ -75,6 +73,9 @@ export function checkNoSharedCode(components: Component[]): ShareFinding[] {
       if (!ALLOWED_IMPORTS.has(mod)) findings.push({ between: [c.name, c.name], kind: 'import', detail: `${c.name} imports ${mod}, which is not a standard-library module these programs may use` });
     }
   }
+  // Each component's lines and bodies once, not once per pair.
+  const lines = components.map((c) => substantiveLines(c.text));
+  const bodies = components.map((c) => functionBodies(c.text));
   for (let i = 0; i < components.length; i++) {
     for (let j = 0; j < components.length; j++) {
       if (i === j) continue;
@@ -84,13 +85,13 @@ export function checkNoSharedCode(components: Component[]): ShareFinding[] {
         findings.push({ between: [x.name, y.name], kind: 'reference', detail: `${x.name} names ${y.file}` });
       }
       if (j < i) continue;
-      const ly = lineHashes(y.text);
-      for (const [h, line] of lineHashes(x.text)) {
-        if (ly.has(h)) findings.push({ between: [x.name, y.name], kind: 'line', detail: line });
+      const ly = lines[j];
+      for (const line of lines[i]) {
+        if (ly.has(line)) findings.push({ between: [x.name, y.name], kind: 'line', detail: line });
       }
-      const fy = functionBodies(y.text);
-      for (const [h, name] of functionBodies(x.text)) {
-        if (fy.has(h)) findings.push({ between: [x.name, y.name], kind: 'function', detail: `${x.name}:${name} = ${y.name}:${fy.get(h)}` });
+      const fy = bodies[j];
+      for (const [body, name] of bodies[i]) {
+        if (fy.has(body)) findings.push({ between: [x.name, y.name], kind: 'function', detail: `${x.name}:${name} = ${y.name}:${fy.get(body)}` });
       }
     }
   }

@@ -38,11 +38,15 @@ const ENTRY = 'pipeline.sh';
 const script = (body: string) => `#!/bin/bash\nset -e\n${body}\n`;
 const rerunEntry = 'bash "$APP/pipeline.sh" "$APP/data" "$APP/out"';
 
-/** A pipeline that ignores its input and copies answers saved next to it. */
+/**
+ * A pipeline that ignores its input and copies answers saved next to it. The probes' pipelines find
+ * their own directory with bash alone (`${0%/*}`; the graders and the verifier always run the entry
+ * point by its absolute path): a `dirname` (and a `readlink`) was a process per run, ~27 a task.
+ */
 function replayPipeline(answers: Record<string, string>, extra = ''): Record<string, string> {
   const saved: Record<string, string> = {};
   for (const [path, text] of Object.entries(answers)) saved[`answers/${path.slice(path.lastIndexOf('/') + 1)}`] = text;
-  return { ...saved, [ENTRY]: script(`mkdir -p "$2"\ncp "$(dirname "$0")"/answers/* "$2"/${extra}`) };
+  return { ...saved, [ENTRY]: script(`mkdir -p "$2"\ncp "\${0%/*}"/answers/* "$2"/${extra}`) };
 }
 
 /** A source edit of the reference pipeline (ref_pipeline.py) that plants one bug. */
@@ -127,9 +131,9 @@ export function buildProbes(ctx: ProbeContext): Probe[] {
   shortcut('stale-cache-replay-pipeline', { ...stale, ...replayPipeline(stale) });
   // Writes stale answers into the app's own out/ whatever OUTPUT_DIR says: grading must not let
   // that run change the workspace it is measuring.
-  shortcut('pipeline-ignores-output-dir', { ...right, ...Object.fromEntries(Object.entries(stale).map(([p, t]) => [`stale/${p.slice(p.lastIndexOf('/') + 1)}`, t])), [ENTRY]: script('cp "$(dirname "$0")"/stale/* "$(dirname "$0")"/out/') });
+  shortcut('pipeline-ignores-output-dir', { ...right, ...Object.fromEntries(Object.entries(stale).map(([p, t]) => [`stale/${p.slice(p.lastIndexOf('/') + 1)}`, t])), [ENTRY]: script('cp "${0%/*}"/stale/* "${0%/*}"/out/') });
   // The real pipeline, but it reads /app/data whatever INPUT_DIR says.
-  shortcut('pipeline-ignores-input-dir', { [ENTRY]: script('here="$(dirname "$(readlink -f "$0")")"\nexec python3 "$here/ref_pipeline.py" "$here/data" "$2" summary') }, { reference: true, after: rerunEntry });
+  shortcut('pipeline-ignores-input-dir', { [ENTRY]: script('here="${0%/*}"\nexec python3 "$here/ref_pipeline.py" "$here/data" "$2" summary') }, { reference: true, after: rerunEntry });
   // The real pipeline exists, but the graded files are not what it writes.
   shortcut('stale-outputs-real-pipeline', stale, { reference: true });
   shortcut('partial-write-looks-complete', { [spec.out.clean]: half(right[spec.out.clean]), [spec.out.enriched]: half(right[spec.out.enriched]) }, { reference: true });

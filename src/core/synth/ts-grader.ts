@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync, writeFileSync, type Dirent } from 'node:fs';
-import { cp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, type Dirent } from 'node:fs';
+import { cp, rm } from 'node:fs/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { join, relative, sep } from 'node:path';
 import { potential } from './contract';
@@ -161,10 +161,10 @@ async function rerunEntry(t: SynthesizedTask, app: string, env: Record<string, s
         const index = join(input, indexPath(t.spec).replace(/^data\//, ''));
         const kept = readFileSync(index, 'utf8').split('\n').filter((row) => row.split('\t')[0] !== holdout);
         writeFileSync(index, kept.join('\n'));
-        await rm(join(index, '..', holdout), { force: true });
+        rmSync(join(index, '..', holdout), { force: true });
       }
       const output = join(scratch.dir, `${variant}-result`);
-      await mkdir(output);
+      mkdirSync(output);
       // The exit code does not matter: only what the run leaves behind is compared. With shared runs
       // (io.entryEnv), its output goes to /dev/null as progress.py's does, so the gate server may answer
       // it with progress.py's run of the same inputs.
@@ -175,11 +175,11 @@ async function rerunEntry(t: SynthesizedTask, app: string, env: Record<string, s
   } finally {
     await scratch.dispose();
     // A pipeline that ignores its output argument must not change the workspace being measured.
-    await Promise.all(outs.map(async (p, i) => {
+    outs.forEach((p, i) => {
       const before = saved[i];
       const now = readOrUndefined(p);
-      if (before === undefined) { if (now !== undefined) await rm(p, { force: true }); } else if (!now || !now.equals(before)) await writeFile(p, before);
-    }));
+      if (before === undefined) { if (now !== undefined) rmSync(p, { force: true }); } else if (!now || !now.equals(before)) writeFileSync(p, before);
+    });
   }
 }
 
@@ -220,8 +220,20 @@ export const PROMISE_TREES: TreeOps = { copy: (src, dst) => cp(src, dst, { recur
 export const SYNC_TREES: TreeOps = { copy: copyTree, remove: removeTree, scratch: fastScratchDir };
 
 /** `env`: variables added to the processes it starts (the gate server's PATH); `cache`: SQLite row digests already read. */
+type ProgressSpec = { inputs: DataDigest; expected_holdout: Record<Role, unknown>; pipeline: { expected_report: Table } };
+// progress.json parsed once per task (~30 gradings each), again only if the task's text changed.
+const parsedProgress = new WeakMap<SynthesizedTask, { text: string; spec: ProgressSpec }>();
+function progressSpec(t: SynthesizedTask): ProgressSpec {
+  const text = t.taskFiles['tests/progress.json'];
+  const known = parsedProgress.get(t);
+  if (known && known.text === text) return known.spec;
+  const spec = JSON.parse(text) as ProgressSpec;
+  parsedProgress.set(t, { text, spec });
+  return spec;
+}
+
 export async function gradeInTypeScript(t: SynthesizedTask, app: string, env: Record<string, string> = {}, cache?: SqliteDigestCache, io: GradeIo = {}): Promise<TsGrade> {
-  const progress = JSON.parse(t.taskFiles['tests/progress.json']) as { inputs: DataDigest; expected_holdout: Record<Role, unknown>; pipeline: { expected_report: Table } };
+  const progress = progressSpec(t);
   const e = t.expected;
   const seen = {} as Record<Role, unknown>;
   const artifact = {} as Record<Role, number>;
