@@ -191,11 +191,19 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
     async run(trials, hooks, signal) {
       if (trials.length === 0) return;
       const client = new RayJobsClient({ url: cluster.url, token: cluster.token });
-      const version = await client.version();
+      // The version check is in flight while the bundle builds and its package is checked (one
+      // dashboard round trip less on the way to the job); its error, when it has one, comes first:
+      // it says the URL is not a (recent enough) Ray dashboard.
+      const versionCheck = client.version();
+      versionCheck.catch(() => undefined);
       const { zip, uri } = buildEvalBundle(job, trials, cluster);
-      await client.ensurePackage(uri, zip);
+      const [checked, uploaded] = await Promise.allSettled([versionCheck, client.ensurePackage(uri, zip)]);
+      if (checked.status === 'rejected') throw checked.reason;
+      if (uploaded.status === 'rejected') throw uploaded.reason;
+      const version = checked.value;
+      // Fresh and random: no job can exist under it, so no look-up before submitting nor status read after.
       const submissionId = `tbrl-eval-${randomBytes(6).toString('hex')}`;
-      await client.submit({
+      await client.submitNew({
         entrypoint: `${cluster.python ?? 'python'} ${RAY_DRIVER_FILE}`,
         submission_id: submissionId,
         runtime_env: { working_dir: uri, env_vars: { PYTHONUNBUFFERED: '1', RAY_DEDUP_LOGS: '0' } },
@@ -246,12 +254,13 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
       if (signal.aborted) onAbort();
       let details;
       try {
+        // Stopped once every trial is recorded (or the run is stopped): no status read at the very end.
         details = await client.tail(submissionId, (text) => {
           buffer += text;
           const lines = buffer.split('\n');
           buffer = lines.pop() ?? '';
           for (const l of lines) chain = chain.then(() => onLine(l.trimEnd())).catch((err) => info(`bad result line: ${errorMessage(err)}`));
-        }, { signal: tailStop.signal });
+        }, { signal: tailStop.signal, statusOnAbort: false });
         if (buffer) chain = chain.then(() => onLine(buffer.trimEnd()));
         await chain;
       } finally {
@@ -259,9 +268,9 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
       }
       // Started but never finished (the job was stopped): not recorded, so a resume runs them again.
       for (const name of started) if (!finished.has(name)) await hooks.onDone(byName.get(name)!, undefined);
-      if (!signal.aborted && finished.size < trials.length && details.status !== 'SUCCEEDED') {
+      if (!signal.aborted && finished.size < trials.length && details?.status !== 'SUCCEEDED') {
         const tail = (await client.logs(submissionId).catch(() => '')).split('\n').filter((l) => !l.includes(RESULT_PREFIX)).slice(-15).join('\n');
-        throw new TbrlError('eval-ray-driver-failed', `The eval driver ${submissionId} ended ${details.status}${details.message ? `: ${details.message}` : ''}\n${tail}`, 'Completed trials are in the job directory; fix the cause and run `tbrl eval --resume JOB --ray URL` for the rest.');
+        throw new TbrlError('eval-ray-driver-failed', `The eval driver ${submissionId} ended ${details?.status ?? 'without a status'}${details?.message ? `: ${details.message}` : ''}\n${tail}`, 'Completed trials are in the job directory; fix the cause and run `tbrl eval --resume JOB --ray URL` for the rest.');
       }
     },
   };
