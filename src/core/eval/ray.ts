@@ -72,6 +72,8 @@ export function buildEvalBundle(job: JobConfig, trials: TrialSpec[], cluster: Ra
     }
   }
   const plan = {
+    // The bundle's mtime, put back on the nodes (the package has none) so their CLI starts find its code cache.
+    cliMtimeMs: Math.floor(statSync(join(root, 'dist', 'cli-main.js')).mtimeMs),
     resource: cluster.resource ?? 'docker',
     nodeRetries: cluster.nodeRetries ?? 3,
     concurrency: cluster.concurrency,
