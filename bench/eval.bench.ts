@@ -41,6 +41,24 @@ function tbrl(args: string[], env: NodeJS.ProcessEnv = process.env): { sec: numb
   return { sec: (Date.now() - t) / 1000, out: r.stdout };
 }
 
+/** CPU seconds of this process's children that have ended and been waited for (`tbrl eval` runs through spawnSync). */
+function reapedChildrenCpu(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[13]) + Number(f[14])) / 100;
+}
+
+function tbrlAsync(args: string[]): Promise<{ sec: number }> {
+  const t = Date.now();
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-3000)));
+    child.on('error', rej);
+    child.on('exit', (code) => (code === 0 ? res({ sec: (Date.now() - t) / 1000 }) : rej(new Error(`tbrl ${args.join(' ')} failed (exit ${code}):\n${stderr}`))));
+  });
+}
+
 function resultsOf(job: string): JobResults {
   return JSON.parse(readFileSync(join(job, 'results.json'), 'utf8')) as JobResults;
 }
@@ -163,20 +181,40 @@ async function raySection(): Promise<void> {
   const root = makeEvalTasks(['r1', 'r2', 'r3', 'r4'], join(scratch, 'ray-tasks'));
   const tasks = ['r1', 'r2', 'r3', 'r4'].map((t) => join(root, t));
   tbrl(['run', tasks[0], '--policy', 'oracle', '--out', join(scratch, 'warm-ray')]);
-  const job = (name: string, extra: string[] = []): number => {
-    const sec = tbrl(['eval', ...tasks, '--attempts', '16', '--concurrency', '8', '--policy', 'oracle', '--job-dir', join(scratch, name), '--json', ...extra]).sec;
+  // Run without blocking this process, so that the Ray side's CPU sampler (a timer here) keeps sampling.
+  const job = async (name: string, extra: string[] = []): Promise<number> => {
+    const sec = (await tbrlAsync(['eval', ...tasks, '--attempts', '16', '--concurrency', '8', '--policy', 'oracle', '--job-dir', join(scratch, name), '--json', ...extra])).sec;
     const r = resultsOf(join(scratch, name));
     if (r.overall.outcomes.passed !== 64) throw new Error(`${name}: expected 64 passed, got ${JSON.stringify(r.overall.outcomes)}`);
     return sec;
   };
   // The cluster runs only during the Ray side (started and stopped around it, untimed): its daemons'
   // own CPU is part of its overhead, not a load on the local side. Sides alternate from round to round.
+  // CPU seconds of each side, for the account of where the Ray side's time goes on two shared cores:
+  // the `tbrl eval` process (this process's reaped children) and the cluster's processes.
+  const cpu: Record<'local' | 'ray', string[]> = { local: [], ray: [] };
   const sides = {
-    local: async (r: number) => job(`job-local-${r}`),
+    local: async (r: number) => {
+      const c0 = reapedChildrenCpu();
+      const sec = await job(`job-local-${r}`);
+      cpu.local.push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}`);
+      return sec;
+    },
     ray: async (r: number) => {
       const cluster = await startLocalRayCluster({ workers: 2, dockerSlots: 4 });
       try {
-        return job(`job-ray-${r}`, ['--ray', cluster.dashboard]);
+        // The cluster's rate when idle, measured before the job (untimed). It is at its idle rate from
+        // the moment the start returns: sampled each second after the start, the first 10 / 20 / 40 s
+        // used 1.25 / 2.26 / 4.52 CPU-s, 0.1 CPU-s a second throughout (2026-12-03, load 1.7), so no
+        // start-up work of the cluster's overlaps the timed job and the bench need not wait for it.
+        const idleWatch = cluster.watchCpu(1000);
+        await new Promise((res) => setTimeout(res, 3000));
+        const idle = idleWatch.stop() / 3;
+        const c0 = reapedChildrenCpu();
+        const watch = cluster.watchCpu();
+        const sec = await job(`job-ray-${r}`, ['--ray', cluster.dashboard]);
+        cpu.ray.push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}, cluster ${watch.stop().toFixed(1)} (idle ${idle.toFixed(2)}/s)`);
+        return sec;
       } finally {
         await cluster.stop();
       }
@@ -193,7 +231,7 @@ async function raySection(): Promise<void> {
       times[side].push(sec);
       line.push(`${side} ${sec.toFixed(1)} s (load ${l0.toFixed(1)})`);
     }
-    console.log(`round ${r + 1}: ${line.join(', ')}; ray / local ${(times.ray[r] / times.local[r]).toFixed(2)}x`);
+    console.log(`round ${r + 1}: ${line.join(', ')}; ray / local ${(times.ray[r] / times.local[r]).toFixed(2)}x; CPU-s local ${cpu.local[r]}, ray ${cpu.ray[r]}`);
   }
   const onRay = median(times.ray);
   const local = median(times.local);
