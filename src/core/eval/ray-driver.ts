@@ -162,10 +162,15 @@ class TrialNode:
         # which it could still take a trial or return a result; this one ends the actor at once.
         self.raylet = os.getppid()
         threading.Thread(target=self.watch_raylet, name="tbrl-eval-raylet-watch", daemon=True).start()
-        # Started now, not at the first trial: the node CLI's start (and its node start) overlaps the
-        # driver's round trip to this actor and the first trials' dispatch.
-        with self.lock:
-            self.server = self.start_server()
+        # Started now, not at the first trial: the node CLI's start overlaps the driver's round trip to
+        # this actor and the first trials' dispatch. One that cannot start (no node on this machine) is
+        # tried again by the first trial, whose result then says why: failing here would end the actor
+        # and leave the driver waiting for a node.
+        try:
+            with self.lock:
+                self.server = self.start_server()
+        except Exception:
+            pass
 
     def node_lost(self):
         return os.getppid() != self.raylet
