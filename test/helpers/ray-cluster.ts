@@ -16,6 +16,13 @@ export interface LocalRayCluster {
   killWorkerRaylet(i: number): number;
   /** The raylet PID of worker node i (1-based). */
   rayletPid(i: number): number | undefined;
+  /**
+   * Starts counting the CPU seconds of the cluster's processes (its daemons, workers, drivers, the
+   * node servers and their reapers), sampled every `everyMs` (default 2 s): a process that ends
+   * between two samples loses what it used since the last one (the raylets do not collect their
+   * workers' times). For the benchmark's account of what Ray's side costs on this machine.
+   */
+  watchCpu(everyMs?: number): { stop(): number };
   stop(): Promise<void>;
 }
 
@@ -167,10 +174,54 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
     const node = nodes.find((n) => n.name === `worker-${i}`)!;
     return descendants(node.starter.pid!).find((p) => /\/raylet$/.test(commandOf(p).split(' ')[0]));
   };
+  /** utime + stime of each of the cluster's processes now: the starters' trees and what runs from its temp dir. */
+  const cpuByPid = (): Map<number, number> => {
+    const stats = new Map<number, { ppid: number; cpu: number }>();
+    for (const p of readdirSync('/proc')) {
+      if (!/^\d+$/.test(p)) continue;
+      try {
+        const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        stats.set(Number(p), { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / 100 }); // clock ticks, 100 a second
+      } catch {
+        /* ended meanwhile */
+      }
+    }
+    const children = new Map<number, number[]>();
+    for (const [pid, x] of stats) children.set(x.ppid, [...(children.get(x.ppid) ?? []), pid]);
+    const mine = new Map<number, number>();
+    // A server's reaper is re-parented to init once its server has gone: found by the package path under temp.
+    const stack = [...nodes.map((n) => n.starter.pid ?? 0), ...[...stats.keys()].filter((pid) => stats.get(pid)!.ppid === 1 && commandOf(pid).includes(temp))];
+    while (stack.length) {
+      const pid = stack.pop()!;
+      if (mine.has(pid) || !stats.has(pid)) continue;
+      mine.set(pid, stats.get(pid)!.cpu);
+      stack.push(...(children.get(pid) ?? []));
+    }
+    return mine;
+  };
+  const watchCpu = (everyMs = 2000): { stop(): number } => {
+    let last = cpuByPid();
+    let total = 0;
+    const sample = (): void => {
+      const now = cpuByPid();
+      for (const [pid, cpu] of now) total += cpu - (last.get(pid) ?? 0);
+      last = now;
+    };
+    const timer = setInterval(sample, everyMs);
+    return {
+      stop() {
+        clearInterval(timer);
+        sample();
+        return total;
+      },
+    };
+  };
   return {
     dashboard,
     nodes,
     rayletPid,
+    watchCpu,
     killWorkerRaylet(i) {
       const raylet = rayletPid(i);
       if (!raylet) throw new Error(`no raylet under worker-${i}`);

@@ -100,10 +100,20 @@ DONE = "${TRIAL_DONE_PREFIX.trim()} "
 def restore_modes(here):
     # Ray unpacks the package without file modes: put back the ones trials.json lists.
     with open(os.path.join(here, "trials.json")) as f:
-        modes = json.load(f).get("modes", {})
-    for rel, mode in modes.items():
+        plan = json.load(f)
+    for rel, mode in plan.get("modes", {}).items():
         try:
             os.chmod(os.path.join(here, rel), mode)
+        except OSError:
+            pass
+    # ... and without mtimes: the CLI's V8 code cache is named after its bundle's size and mtime
+    # (src/cli/launcher.ts), so with the client's mtime back a node's CLI starts (the server, its
+    # reaper) use the cache that the node's previous jobs of the same build wrote, instead of
+    # compiling the bundle again in every job.
+    if plan.get("cliMtimeMs"):
+        try:
+            ns = int(plan["cliMtimeMs"]) * 1000000
+            os.utime(os.path.join(here, "dist", "cli-main.js"), ns=(ns, ns))
         except OSError:
             pass
 
@@ -152,6 +162,15 @@ class TrialNode:
         # which it could still take a trial or return a result; this one ends the actor at once.
         self.raylet = os.getppid()
         threading.Thread(target=self.watch_raylet, name="tbrl-eval-raylet-watch", daemon=True).start()
+        # Started now, not at the first trial: the node CLI's start overlaps the driver's round trip to
+        # this actor and the first trials' dispatch. One that cannot start (no node on this machine) is
+        # tried again by the first trial, whose result then says why: failing here would end the actor
+        # and leave the driver waiting for a node.
+        try:
+            with self.lock:
+                self.server = self.start_server()
+        except Exception:
+            pass
 
     def node_lost(self):
         return os.getppid() != self.raylet
@@ -231,7 +250,7 @@ class TrialNode:
         spec_path = os.path.join(out, ".spec.json")
         with open(spec_path, "w") as f:
             json.dump(spec, f)
-        sys.stdout.write("${RUNNING_MARKER.trim()} " + json.dumps({"trial": spec["trial"], "node": self.node, "raylet_pid": os.getppid(), "run": uuid.uuid4().hex[:16]}) + "\\n")
+        sys.stdout.write("${RUNNING_MARKER.trim()} " + json.dumps({"trial": spec["trial"], "node": self.node, "raylet_pid": os.getppid(), "run": uuid.uuid4().hex[:16], "t": round(time.time(), 3)}) + "\\n")
         sys.stdout.flush()
         try:
             rc, stderr = self.run_on_server(spec_path)
@@ -318,7 +337,7 @@ def main():
             inflight[entry["actor"].run_trial.remote(t)] = (t, entry)
             if t["trial"] not in started:
                 started.add(t["trial"])
-                emit("${START_PREFIX.trim()} " + json.dumps({"trial": t["trial"]}))
+                emit("${START_PREFIX.trim()} " + json.dumps({"trial": t["trial"], "t": round(time.time(), 3)}))
         if pending and not any(e["ready"] for e in actors.values()) and not hellos and not waiting_said[0]:
             waiting_said[0] = True
             emit("tbrl eval: waiting for a node with the %s resource (ray start --resources with %s: N on a node that has Docker)" % (resource, resource))

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { TbrlError, errorMessage } from '../errors';
-import { RayJobsClient } from '../trainer/jobs';
+import { RayJobsClient, type JobDetails } from '../trainer/jobs';
 import { packageUriFor, sha256 } from '../trainer/bundle';
 import { buildZip, type ZipEntry } from '../trainer/zip';
 import { packageRoot } from '../sandbox/package-root';
@@ -72,6 +72,8 @@ export function buildEvalBundle(job: JobConfig, trials: TrialSpec[], cluster: Ra
     }
   }
   const plan = {
+    // The bundle's mtime, put back on the nodes (the package has none) so their CLI starts find its code cache.
+    cliMtimeMs: Math.floor(statSync(join(root, 'dist', 'cli-main.js')).mtimeMs),
     resource: cluster.resource ?? 'docker',
     nodeRetries: cluster.nodeRetries ?? 3,
     concurrency: cluster.concurrency,
@@ -191,11 +193,19 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
     async run(trials, hooks, signal) {
       if (trials.length === 0) return;
       const client = new RayJobsClient({ url: cluster.url, token: cluster.token });
-      const version = await client.version();
+      // The version check is in flight while the bundle builds and its package is checked (one
+      // dashboard round trip less on the way to the job); its error, when it has one, comes first:
+      // it says the URL is not a (recent enough) Ray dashboard.
+      const versionCheck = client.version();
+      versionCheck.catch(() => undefined);
       const { zip, uri } = buildEvalBundle(job, trials, cluster);
-      await client.ensurePackage(uri, zip);
+      const [checked, uploaded] = await Promise.allSettled([versionCheck, client.ensurePackage(uri, zip)]);
+      if (checked.status === 'rejected') throw checked.reason;
+      if (uploaded.status === 'rejected') throw uploaded.reason;
+      const version = checked.value;
+      // Fresh and random: no job can exist under it, so no look-up before submitting nor status read after.
       const submissionId = `tbrl-eval-${randomBytes(6).toString('hex')}`;
-      await client.submit({
+      await client.submitNew({
         entrypoint: `${cluster.python ?? 'python'} ${RAY_DRIVER_FILE}`,
         submission_id: submissionId,
         runtime_env: { working_dir: uri, env_vars: { PYTHONUNBUFFERED: '1', RAY_DEDUP_LOGS: '0' } },
@@ -210,7 +220,6 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
       // The tail ends when the job does, or as soon as every trial is recorded: the driver's exit and
       // Ray's noticing it (seconds on a busy head) no longer hold up the client.
       const tailStop = new AbortController();
-      let buffer = '';
       let chain: Promise<void> = Promise.resolve();
       const onLine = async (line: string): Promise<void> => {
         const e = parseRayLogLine(line);
@@ -225,9 +234,10 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
           return;
         }
         const spec = e.trial !== undefined ? byName.get(e.trial) : undefined;
+        // Each trial is recorded once: a duplicate line (a replayed log, the second reader) is ignored.
+        if (spec && finished.has(spec.trial)) return;
         if (e.type === 'damaged') info(`a result in the Ray job log arrived damaged${e.trial ? ` (${e.trial})` : ''}: ${e.reason}`);
-        // Each trial is recorded once: a duplicate line (a replayed log) is ignored.
-        if (!spec || finished.has(spec.trial)) return;
+        if (!spec) return;
         if (!started.has(spec.trial)) {
           started.add(spec.trial);
           hooks.onStart(spec);
@@ -244,24 +254,50 @@ export function rayBackend(job: JobConfig, cluster: RayEvalCluster): TrialBacken
       };
       signal.addEventListener('abort', onAbort, { once: true });
       if (signal.aborted) onAbort();
-      let details;
-      try {
-        details = await client.tail(submissionId, (text) => {
+      // Each reader of the job log gets lines whole, in order; what two readers both deliver is recorded once (above).
+      const follow = async (onFirstText?: () => void): Promise<JobDetails | undefined> => {
+        let buffer = '';
+        // Stopped once every trial is recorded (or the run is stopped): no status read at the very end.
+        const details = await client.tail(submissionId, (text) => {
+          onFirstText?.();
+          onFirstText = undefined;
           buffer += text;
           const lines = buffer.split('\n');
           buffer = lines.pop() ?? '';
           for (const l of lines) chain = chain.then(() => onLine(l.trimEnd())).catch((err) => info(`bad result line: ${errorMessage(err)}`));
-        }, { signal: tailStop.signal });
+        }, { signal: tailStop.signal, statusOnAbort: false });
         if (buffer) chain = chain.then(() => onLine(buffer.trimEnd()));
+        return details;
+      };
+      let details: JobDetails | undefined;
+      try {
+        // Ray's dashboard reads a job's log every 2 s for each reader, from the moment the reader is
+        // connected to the log (file_tail_iterator sleeps 1 s at its end, tail_job_logs 1 s more), so a
+        // result reaches a reader 0-2 s after the driver writes it, and the job's end waits ~1 s for its
+        // last one. A second reader, opened when the first one reads for the first time, reads between
+        // its reads: the dashboard head connects a reader to the log 1 s after it has found the job's
+        // driver (job_head.py sleeps WAIT_FOR_SUPERVISOR_ACTOR_INTERVAL_S after each look), so this one
+        // reads 1 s after the first, and the last result arrives after ~0.5 s on average. (Opened
+        // together, or a fixed time after the first, the two would wait in the same 1 s look for the
+        // driver and read in step.) Its cost: the log (~2 MB for 64 trials) read and sent twice.
+        let firstRead!: () => void;
+        const firstReadDone = new Promise<void>((res) => (firstRead = res));
+        const first = follow(() => firstRead());
+        const second = Promise.race([firstReadDone, new Promise<void>((res) => tailStop.signal.addEventListener('abort', () => res(), { once: true }))])
+          .then(() => (tailStop.signal.aborted ? undefined : follow()))
+          .catch(() => undefined);
+        // The first reader is the one whose end and errors count; the second only ever delivers sooner.
+        details = await first.finally(() => tailStop.abort());
+        await second;
         await chain;
       } finally {
         signal.removeEventListener('abort', onAbort);
       }
       // Started but never finished (the job was stopped): not recorded, so a resume runs them again.
       for (const name of started) if (!finished.has(name)) await hooks.onDone(byName.get(name)!, undefined);
-      if (!signal.aborted && finished.size < trials.length && details.status !== 'SUCCEEDED') {
+      if (!signal.aborted && finished.size < trials.length && details?.status !== 'SUCCEEDED') {
         const tail = (await client.logs(submissionId).catch(() => '')).split('\n').filter((l) => !l.includes(RESULT_PREFIX)).slice(-15).join('\n');
-        throw new TbrlError('eval-ray-driver-failed', `The eval driver ${submissionId} ended ${details.status}${details.message ? `: ${details.message}` : ''}\n${tail}`, 'Completed trials are in the job directory; fix the cause and run `tbrl eval --resume JOB --ray URL` for the rest.');
+        throw new TbrlError('eval-ray-driver-failed', `The eval driver ${submissionId} ended ${details?.status ?? 'without a status'}${details?.message ? `: ${details.message}` : ''}\n${tail}`, 'Completed trials are in the job directory; fix the cause and run `tbrl eval --resume JOB --ray URL` for the rest.');
       }
     },
   };
