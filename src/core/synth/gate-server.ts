@@ -344,15 +344,11 @@ def script_path0(cwd, argv):
     return os.path.dirname(os.path.realpath(os.path.join(cwd, argv[1])))
 
 
-def run_program(cwd, argv, env, template=None, fast=True, plan=None, path0=None):
-    """Runs the program in this (forked) process. fast: the server prepared environ_plan's plan and the
-    script's sys.path[0] (path0) before the fork; otherwise the process works them out itself."""
+def run_program(cwd, argv, env, template=None, plan=None, path0=None):
+    """Runs the program in this (forked) process. plan and path0: environ_plan's answer and the script's
+    sys.path[0], worked out by the server before the fork; None: the process works them out itself."""
     os.chdir(cwd)
-    if fast:
-        set_environ(env, plan)
-    else:
-        os.environb.clear()
-        os.environb.update(env)
+    set_environ(env, plan)
     std_streams(template)
     mode, target, rest = (argv[1], argv[2], argv[3:]) if argv[1] in ("-c", "-m") else (None, argv[1], argv[2:])
     if PRECOMPILED:
@@ -424,7 +420,7 @@ def run_on(fds, cwd, argv, env, template=None, fast=True, plan=None, path0=None)
         for fd in fds:
             if fd > 2:
                 os.close(fd)
-    run_program(cwd, argv, env, template, fast, plan, path0)
+    run_program(cwd, argv, env, template, plan, path0)
 
 
 def read_all(fd, size):

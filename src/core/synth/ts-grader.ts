@@ -219,7 +219,6 @@ export const PROMISE_TREES: TreeOps = { copy: (src, dst) => cp(src, dst, { recur
 /** host.ts copyTree / removeTree: the same trees, one synchronous call per entry. */
 export const SYNC_TREES: TreeOps = { copy: copyTree, remove: removeTree, scratch: fastScratchDir };
 
-/** `env`: variables added to the processes it starts (the gate server's PATH); `cache`: SQLite row digests already read. */
 type ProgressSpec = { inputs: DataDigest; expected_holdout: Record<Role, unknown>; pipeline: { expected_report: Table } };
 // progress.json parsed once per task (~30 gradings each), again only if the task's text changed.
 const parsedProgress = new WeakMap<SynthesizedTask, { text: string; spec: ProgressSpec }>();
@@ -232,6 +231,7 @@ function progressSpec(t: SynthesizedTask): ProgressSpec {
   return spec;
 }
 
+/** `env`: variables added to the processes it starts (the gate server's PATH); `cache`: SQLite row digests already read. */
 export async function gradeInTypeScript(t: SynthesizedTask, app: string, env: Record<string, string> = {}, cache?: SqliteDigestCache, io: GradeIo = {}): Promise<TsGrade> {
   const progress = progressSpec(t);
   const e = t.expected;
