@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RAY_DRIVER_SOURCE } from '../../src/core/eval/ray-driver';
@@ -78,4 +78,18 @@ test('start and running markers, with Ray\'s worker prefix in front', () => {
   assert.deepEqual(parseRayLogLine('(run_trial pid=77, ip=127.0.0.1) TBRL_EVAL_RUNNING {"trial": "t2__1", "node": "ab", "raylet_pid": 12}'), { type: 'running', trial: 't2__1', node: 'ab', rayletPid: 12 });
   assert.deepEqual(parseRayLogLine('(TrialNode pid=77) TBRL_EVAL_RUNNING {"trial": "t2__1", "node": "ab", "raylet_pid": 12, "run": "9f0e"}'), { type: 'running', trial: 't2__1', node: 'ab', rayletPid: 12, run: '9f0e' });
   assert.equal(parseRayLogLine('just a log line'), undefined);
+});
+
+test('a node puts back the bundle\'s file modes and the CLI bundle\'s mtime that trials.json lists (Ray unpacks without either)', () => {
+  const here = join(scratch, 'unpacked');
+  mkdirSync(join(here, 'dist'), { recursive: true });
+  writeFileSync(join(here, 'dist', 'cli-main.js'), '// bundle\n');
+  writeFileSync(join(here, 'run.sh'), '#!/bin/sh\n');
+  chmodSync(join(here, 'run.sh'), 0o644);
+  // The client's mtime of dist/cli-main.js: the CLI's V8 code cache is named after it (src/cli/launcher.ts).
+  const cliMtimeMs = 1_700_000_123_456;
+  writeFileSync(join(here, 'trials.json'), JSON.stringify({ modes: { 'run.sh': 0o755 }, cliMtimeMs }));
+  execFileSync('python3', ['-c', 'import sys; sys.path.insert(0, sys.argv[1]); import eval_driver as d; d.restore_modes(sys.argv[2])', join(scratch, 'py'), here]);
+  assert.equal(statSync(join(here, 'run.sh')).mode & 0o777, 0o755);
+  assert.equal(Math.floor(statSync(join(here, 'dist', 'cli-main.js')).mtimeMs), cliMtimeMs);
 });

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import WebSocket, { WebSocketServer } from 'ws';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildZip } from '../../src/core/trainer/zip';
@@ -228,5 +229,44 @@ test('secret names: whole segments, so tokenizer settings and token limits are n
   }
   for (const n of ['TOKENIZERS_PARALLELISM', 'actor_rollout_ref.rollout.max_tokens', 'GIT_AUTHOR_NAME', 'max_new_tokens', 'PATH', 'KEYBOARD', 'data.max_prompt_length', 'author']) {
     assert.ok(!isSecretName(n), n);
+  }
+});
+
+test('log tail stopped by its caller: the job\'s status is read only when asked for (statusOnAbort: false reads none)', async () => {
+  // A dashboard stand-in: the job's log socket sends one frame and stays open (the job runs on).
+  let statusReads = 0;
+  const server = createServer((req, res) => {
+    if (req.url === '/api/jobs/j1') {
+      statusReads++;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ submission_id: 'j1', status: 'RUNNING' }));
+      return;
+    }
+    res.writeHead(404);
+    res.end();
+  });
+  const sockets = new WebSocketServer({ noServer: true });
+  server.on('upgrade', (req, socket, head) => {
+    if (req.url !== '/api/jobs/j1/logs/tail') return socket.destroy();
+    sockets.handleUpgrade(req, socket, head, (ws: WebSocket) => ws.send('line one\n'));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  try {
+    const client = new RayJobsClient({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+    const stopAtFirstText = (): { signal: AbortSignal; onText: (text: string) => void; texts: string[] } => {
+      const stop = new AbortController();
+      const texts: string[] = [];
+      return { signal: stop.signal, texts, onText: (text) => { texts.push(text); stop.abort(); } };
+    };
+    const quiet = stopAtFirstText();
+    assert.equal(await client.tail('j1', quiet.onText, { signal: quiet.signal, statusOnAbort: false }), undefined);
+    assert.deepEqual([quiet.texts, statusReads], [['line one\n'], 0]);
+    const asking = stopAtFirstText();
+    assert.equal((await client.tail('j1', asking.onText, { signal: asking.signal })).status, 'RUNNING');
+    assert.deepEqual([asking.texts, statusReads], [['line one\n'], 1]);
+  } finally {
+    for (const ws of sockets.clients) ws.terminate();
+    sockets.close();
+    server.close();
   }
 });
