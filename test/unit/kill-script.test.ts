@@ -31,7 +31,7 @@ after(() => {
  * Resolves once the first half is written, i.e. while the save is in progress.
  */
 async function shellMidSave(stateDir: string): Promise<{ shellPid: number; minTicks: string }> {
-  const minTicks = killScript('uptime').trim();
+  const minTicks = killScript('uptime').trim().split(' ')[0];
   const save = `echo 1 >| ${stateDir}/saving; printf first >| ${stateDir}/opts; sleep 0.4; printf +second >> ${stateDir}/opts; : >| ${stateDir}/saving; exec sleep 100`;
   // Its own process group, so nothing the script signals reaches the test runner's.
   const shell = spawn('bash', ['-c', `bash -c '${save}' & wait; exec sleep 100`], { detached: true, stdio: 'ignore' });
@@ -74,7 +74,7 @@ describe('kill script', () => {
 
   it('waits at most about 2 s for a mark that is never cleared (a command can write it too)', async () => {
     const stateDir = mkdtempSync(join(dir, 'state-'));
-    const minTicks = killScript('uptime').trim();
+    const minTicks = killScript('uptime').trim().split(' ')[0];
     const stuck = `echo 1 >| ${stateDir}/saving; printf first >| ${stateDir}/opts; exec sleep 100`;
     const shell = spawn('bash', ['-c', `bash -c '${stuck}' & wait`], { detached: true, stdio: 'ignore' });
     shells.push(shell);

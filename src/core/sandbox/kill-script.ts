@@ -14,7 +14,9 @@
  *                                         (with what it started: the image's own services)
  *                                         and the persistent shell: foreground, background and
  *                                         double-forked jobs (reparented to init) alike.
- *   uptime                                print /proc/uptime in clock ticks (for minStartTicks).
+ *   uptime                                print /proc/uptime in clock ticks (for minStartTicks), then
+ *                                         how many forks the container's pids cgroup (v1 or v2) has
+ *                                         refused at its limit so far (0 without one).
  *
  * With a state directory, the victims are first stopped (SIGSTOP) and, while a command process is
  * saving the shell's state (shell.ts marks `<stateDir>/saving`), let run until the save is done:
@@ -24,16 +26,26 @@
  */
 export const KILL_SCRIPT = [
   'mode=$1',
-  'if [ "$mode" = uptime ]; then read -r up _ < /proc/uptime; up=${up/./}; echo "$((10#$up))"; exit 0; fi',
+  'if [ "$mode" = uptime ]; then',
+  '  read -r up _ < /proc/uptime; up=${up/./}; refused=0',
+  '  for f in /sys/fs/cgroup/pids /sys/fs/cgroup; do',
+  '    [ -r "$f/pids.events" ] || continue',
+  '    while read -r k v; do [ "$k" = max ] && refused=$v; done < "$f/pids.events"',
+  '    break',
+  '  done',
+  '  echo "$((10#$up)) $refused"; exit 0',
+  'fi',
   'declare -A PPID_OF PGRP_OF START_OF',
   'scan() {',
   '  PPID_OF=(); PGRP_OF=(); START_OF=()',
   '  local d p s',
   '  for d in /proc/[0-9]*; do',
   '    p=${d#/proc/}',
-  '    read -r s < "$d/stat" 2>/dev/null || continue',
+  '    read -r s 2>/dev/null < "$d/stat" || continue',
   '    s=${s##*) }',
   '    set -- $s',
+  '    # A zombie is dead already (its parent reaps it); counting it would keep the rounds going.',
+  '    [ "$1" = Z ] && continue',
   '    PPID_OF[$p]=$2; PGRP_OF[$p]=$3; START_OF[$p]=${20}',
   '  done',
   '}',
@@ -58,7 +70,9 @@ export const KILL_SCRIPT = [
   'self=$$',
   '# The entrypoint is init\'s first child when an init runs as pid 1 (without one, pid 1 is the entrypoint).',
   'read -r s < /proc/1/stat; s=${s#*(}; init_comm=${s%%)*}',
-  'for round in 1 2 3; do',
+  '# Until a scan finds no victim: a fork bomb refills every pid a kill frees. Stopping all victims',
+  '# before killing any means a stopped one cannot fork into the slots the kills free.',
+  'for ((round = 1; round <= 40; round++)); do',
   '  scan',
   '  roots=(); keep_pg=""',
   '  if [ "$mode" = children ]; then',
@@ -82,6 +96,7 @@ export const KILL_SCRIPT = [
   '  [ ${#roots[@]} -eq 0 ] && break',
   '  collect "${roots[@]}"',
   '  [ "$round" = 1 ] && [ -n "$sd" ] && settle',
+  '  for p in "${VICTIMS[@]}"; do [ "$p" != "$self" ] && [ "$p" != 1 ] && [ "$p" != "${entry:-1}" ] && kill -STOP "$p" 2>/dev/null; done',
   '  for p in "${VICTIMS[@]}"; do',
   '    g=${PGRP_OF[$p]}',
   '    # Never signal group 0 (outside our pid namespace), init\'s, the shell\'s or our own group.',

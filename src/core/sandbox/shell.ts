@@ -303,6 +303,8 @@ export class PersistentShell {
   cwd: string | undefined;
   /** Set when the shell had to be restarted (the exported environment of the old one is gone). */
   restarts = 0;
+  /** The container's count of forks refused at its pids limit, when a timeout last looked. */
+  private forksRefusedSeen = 0;
   /** The directory a new shell starts in and a deleted cwd falls back to (the task's workdir). */
   readonly home: string;
   /**
@@ -456,7 +458,8 @@ export class PersistentShell {
     }
     const note = this.takeNote();
     const r = await this.frame({ command, traceMark: options.traceMark }, options.timeoutMs, options.maxOutputBytes, true);
-    const restartNote = r.restarted ? '; the shell was restarted, exported variables were reset' : '';
+    const pidsNote = r.forksRefused ? `; the container's process limit refused ${r.forksRefused} fork(s), so every background process was killed too` : '';
+    const restartNote = `${pidsNote}${r.restarted ? '; the shell was restarted, exported variables were reset' : ''}`;
     let output = note + r.output.text();
     if (r.timedOut) output += `\n[killed after ${options.timeoutMs} ms timeout${restartNote}]\n`;
     else if (r.stopped) output += `\n${r.stopped.note.replace(/\]$/, `${restartNote}]`)}\n`;
@@ -486,7 +489,7 @@ export class PersistentShell {
     timeoutMs: number | undefined,
     maxOutputBytes = 1024 * 1024,
     wrapped = false,
-  ): Promise<{ exitCode: number; pid?: number; stateLost: boolean; output: CappedOutput; raw: Buffer; timedOut: boolean; restarted: boolean; stopped?: StopRequest }> {
+  ): Promise<{ exitCode: number; pid?: number; stateLost: boolean; output: CappedOutput; raw: Buffer; timedOut: boolean; restarted: boolean; forksRefused?: number; stopped?: StopRequest }> {
     const nonce = this.nonce;
     const text = 'frameShell' in line ? frameShellLine(line.frameShell) : runLine(line.command, line.background, line.traceMark);
     const output = new CappedOutput(maxOutputBytes);
@@ -516,6 +519,7 @@ export class PersistentShell {
     let graceTimer: NodeJS.Timeout | undefined;
     let timedOut = false;
     let restarted = false;
+    let forksRefused: number | undefined;
     let stopped: StopRequest | undefined;
     // The command ends by itself, by its timeout, or by a stop request from outside (disk watchdog);
     // the last two share the kill-then-restart-if-stuck path below.
@@ -543,7 +547,7 @@ export class PersistentShell {
       if (outcome === 'timeout' || outcome === 'stop') {
         if (outcome === 'timeout') {
           timedOut = true;
-          await this.killCommand(sentAt);
+          forksRefused = await this.killCommand(sentAt);
         } else {
           await this.killAllButShell();
           killedAfterStop?.();
@@ -559,7 +563,7 @@ export class PersistentShell {
       }
       const r = outcome as FrameEnd;
       this.cwd = r.cwd || this.cwd;
-      return { exitCode: r.exitCode, pid: r.pid, stateLost: r.stateLost, output, raw: rawCollector ? Buffer.concat(rawCollector) : Buffer.alloc(0), timedOut, restarted, stopped };
+      return { exitCode: r.exitCode, pid: r.pid, stateLost: r.stateLost, output, raw: rawCollector ? Buffer.concat(rawCollector) : Buffer.alloc(0), timedOut, restarted, forksRefused, stopped };
     } finally {
       this.stopCurrent = undefined;
       killedAfterStop?.();
@@ -568,18 +572,31 @@ export class PersistentShell {
     }
   }
 
-  private async killCommand(sentAt: number): Promise<void> {
+  /**
+   * Kills the timed-out command's process tree. When the container's pids cgroup has refused forks
+   * since the last look, background processes (a fork bomb's, reparented out of any command's
+   * tree) may hold every pid and no later command could fork: everything but the shell is killed
+   * instead, and the number of refused forks returned for the command's note.
+   */
+  private async killCommand(sentAt: number): Promise<number | undefined> {
     try {
       const up = await this.aux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'uptime']);
       // Measured after the uptime answer, so the window reaches back at least to the command's start.
       const elapsedMs = Date.now() - sentAt;
-      const nowTicks = Number(up.stdout.toString().trim());
+      const [ticks, refused = 0] = up.stdout.toString().trim().split(' ').map(Number);
+      if (refused > this.forksRefusedSeen) {
+        const newlyRefused = refused - this.forksRefusedSeen;
+        this.forksRefusedSeen = refused;
+        await this.aux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'allbut', String(this.shellPid), this.stateDir ?? '']);
+        return newlyRefused;
+      }
       // 100 ticks/s on Linux; the slack covers tick rounding between write() and fork().
-      const minTicks = Math.max(0, nowTicks - Math.ceil(elapsedMs / 10) - 5);
+      const minTicks = Math.max(0, ticks - Math.ceil(elapsedMs / 10) - 5);
       await this.aux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'children', String(this.shellPid), String(minTicks), this.stateDir ?? '']);
     } catch {
       // Killing is best effort (a fork bomb may leave no pid to exec with); the shell restart below still applies.
     }
+    return undefined;
   }
 
   private async restart(): Promise<void> {
