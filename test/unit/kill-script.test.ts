@@ -72,6 +72,21 @@ describe('kill script', () => {
     assert.equal(readFileSync(join(stateDir, 'opts'), 'utf8'), 'first');
   });
 
+  it('uptime answers clock ticks and the pids cgroup\'s refused forks (what a timeout compares to decide on killing background processes)', () => {
+    const [ticks, refused, ...rest] = killScript('uptime').trim().split(' ');
+    assert.equal(rest.length, 0);
+    const uptimeTicks = Math.round(Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 100);
+    assert.ok(Math.abs(Number(ticks) - uptimeTicks) < 200, `${ticks} vs ${uptimeTicks}`);
+    let expected = 0;
+    for (const f of ['/sys/fs/cgroup/pids/pids.events', '/sys/fs/cgroup/pids.events']) {
+      try {
+        expected = Number(/^max (\d+)$/m.exec(readFileSync(f, 'utf8'))?.[1] ?? 0);
+        break;
+      } catch { /* not this layout */ }
+    }
+    assert.ok(/^\d+$/.test(refused) && Number(refused) >= expected, `refused ${refused}, pids.events says ${expected}`);
+  });
+
   it('waits at most about 2 s for a mark that is never cleared (a command can write it too)', async () => {
     const stateDir = mkdtempSync(join(dir, 'state-'));
     const minTicks = killScript('uptime').trim().split(' ')[0];
