@@ -11,8 +11,10 @@
  *                                         all descendants (older children are background jobs).
  *   tree <pid>                            kill a process, its group and all descendants (execArgv).
  *   allbut <shellPid> [<stateDir>]        kill every process but init, the container's entrypoint
- *                                         (with what it started: the image's own services)
- *                                         and the persistent shell: foreground, background and
+ *                                         (with what it started: the image's own services),
+ *                                         processes that entered the pid namespace from outside
+ *                                         (the tracer helper's, the studio's other execs), the
+ *                                         shell's tracer and the persistent shell: foreground, background and
  *                                         double-forked jobs (reparented to init) alike.
  *   uptime                                print /proc/uptime in clock ticks (for minStartTicks), then
  *                                         how many forks the container's pids cgroup (v1 or v2) has
@@ -88,7 +90,18 @@ export const KILL_SCRIPT = [
   '      entry=${entry:-1}',
   '    fi',
   '    # What the image entrypoint started (a service the tests check) lives on with it.',
-  '    keep=" "; if [ "$entry" != 1 ]; then collect "$entry"; keep=" ${VICTIMS[*]} "; fi',
+  '    # So do processes put into this pid namespace from outside (parent 0 here: the studio\'s other',
+  '    # execs, a tracer helper container sharing the namespace) with theirs; agent code cannot make one.',
+  '    kroots=(); [ "$entry" != 1 ] && kroots+=("$entry")',
+  '    for p in "${!PPID_OF[@]}"; do [ "${PPID_OF[$p]}" = 0 ] && [ "$p" != 1 ] && [ "$p" != "$2" ] && [ "$p" != "$self" ] && kroots+=("$p"); done',
+  '    # And the shell\'s tracer (a traced shell\'s strace, detached to init): only it can be TracerPid.',
+  '    while read -r k v; do [ "$k" = TracerPid: ] && [ "$v" != 0 ] && [ -n "${PPID_OF[$v]}" ] && kroots+=("$v"); done 2>/dev/null < "/proc/$2/status"',
+  '    # Their trees are kept down to the shell, not below it (the shell may be one\'s child).',
+  '    keep=" "; queue=("${kroots[@]}")',
+  '    while [ ${#queue[@]} -gt 0 ]; do',
+  '      p=${queue[0]}; queue=("${queue[@]:1}"); keep+="$p "',
+  '      [ "$p" = "$2" ] || for c in "${!PPID_OF[@]}"; do [ "${PPID_OF[$c]}" = "$p" ] && queue+=("$c"); done',
+  '    done',
   '    for p in "${!PPID_OF[@]}"; do',
   '      [ "$p" != 1 ] && [ "$p" != "$2" ] && [ "$p" != "$self" ] && [ "$p" != "$entry" ] && [[ "$keep" != *" $p "* ]] && roots+=("$p")',
   '    done',

@@ -115,7 +115,8 @@ const SAVE_FN = [
   `  builtin unset -v \${!__tbrl_@} ${NOT_CARRIED}`,
   '  builtin declare -p >|"$1/vars" || builtin return 0',
   "  builtin printf '%s\\0' \"$2\" >|\"$1/cwd\"",
-  '  : >|"$1/saving"',
+  // `builtin :`: the agent's functions are defined here, and one may be named `:` (a fork bomb's is).
+  '  builtin : >|"$1/saving"',
   '}',
 ].join('\n');
 
@@ -458,7 +459,7 @@ export class PersistentShell {
     }
     const note = this.takeNote();
     const r = await this.frame({ command, traceMark: options.traceMark }, options.timeoutMs, options.maxOutputBytes, true);
-    const pidsNote = r.forksRefused ? `; the container's process limit refused ${r.forksRefused} fork(s), so every background process was killed too` : '';
+    const pidsNote = r.backgroundKilledBecause ? `; ${r.backgroundKilledBecause}, so every background process was killed too` : '';
     const restartNote = `${pidsNote}${r.restarted ? '; the shell was restarted, exported variables were reset' : ''}`;
     let output = note + r.output.text();
     if (r.timedOut) output += `\n[killed after ${options.timeoutMs} ms timeout${restartNote}]\n`;
@@ -489,7 +490,7 @@ export class PersistentShell {
     timeoutMs: number | undefined,
     maxOutputBytes = 1024 * 1024,
     wrapped = false,
-  ): Promise<{ exitCode: number; pid?: number; stateLost: boolean; output: CappedOutput; raw: Buffer; timedOut: boolean; restarted: boolean; forksRefused?: number; stopped?: StopRequest }> {
+  ): Promise<{ exitCode: number; pid?: number; stateLost: boolean; output: CappedOutput; raw: Buffer; timedOut: boolean; restarted: boolean; backgroundKilledBecause?: string; stopped?: StopRequest }> {
     const nonce = this.nonce;
     const text = 'frameShell' in line ? frameShellLine(line.frameShell) : runLine(line.command, line.background, line.traceMark);
     const output = new CappedOutput(maxOutputBytes);
@@ -519,7 +520,7 @@ export class PersistentShell {
     let graceTimer: NodeJS.Timeout | undefined;
     let timedOut = false;
     let restarted = false;
-    let forksRefused: number | undefined;
+    let backgroundKilledBecause: string | undefined;
     let stopped: StopRequest | undefined;
     // The command ends by itself, by its timeout, or by a stop request from outside (disk watchdog);
     // the last two share the kill-then-restart-if-stuck path below.
@@ -547,7 +548,7 @@ export class PersistentShell {
       if (outcome === 'timeout' || outcome === 'stop') {
         if (outcome === 'timeout') {
           timedOut = true;
-          forksRefused = await this.killCommand(sentAt);
+          backgroundKilledBecause = await this.killCommand(sentAt);
         } else {
           await this.killAllButShell();
           killedAfterStop?.();
@@ -563,7 +564,7 @@ export class PersistentShell {
       }
       const r = outcome as FrameEnd;
       this.cwd = r.cwd || this.cwd;
-      return { exitCode: r.exitCode, pid: r.pid, stateLost: r.stateLost, output, raw: rawCollector ? Buffer.concat(rawCollector) : Buffer.alloc(0), timedOut, restarted, forksRefused, stopped };
+      return { exitCode: r.exitCode, pid: r.pid, stateLost: r.stateLost, output, raw: rawCollector ? Buffer.concat(rawCollector) : Buffer.alloc(0), timedOut, restarted, backgroundKilledBecause, stopped };
     } finally {
       this.stopCurrent = undefined;
       killedAfterStop?.();
@@ -574,27 +575,39 @@ export class PersistentShell {
 
   /**
    * Kills the timed-out command's process tree. When the container's pids cgroup has refused forks
-   * since the last look, background processes (a fork bomb's, reparented out of any command's
-   * tree) may hold every pid and no later command could fork: everything but the shell is killed
-   * instead, and the number of refused forks returned for the command's note.
+   * since the last look, or no exec into it could start, background processes (a fork bomb's,
+   * reparented out of any command's tree) may hold every pid and no later command could fork:
+   * everything but the shell is killed instead, and the reason returned for the command's note.
    */
-  private async killCommand(sentAt: number): Promise<number | undefined> {
-    try {
-      const up = await this.aux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'uptime']);
-      // Measured after the uptime answer, so the window reaches back at least to the command's start.
-      const elapsedMs = Date.now() - sentAt;
-      const [ticks, refused = 0] = up.stdout.toString().trim().split(' ').map(Number);
-      if (refused > this.forksRefusedSeen) {
-        const newlyRefused = refused - this.forksRefusedSeen;
-        this.forksRefusedSeen = refused;
-        await this.aux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'allbut', String(this.shellPid), this.stateDir ?? '']);
-        return newlyRefused;
-      }
-      // 100 ticks/s on Linux; the slack covers tick rounding between write() and fork().
-      const minTicks = Math.max(0, ticks - Math.ceil(elapsedMs / 10) - 5);
-      await this.aux(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'children', String(this.shellPid), String(minTicks), this.stateDir ?? '']);
-    } catch {
-      // Killing is best effort (a fork bomb may leave no pid to exec with); the shell restart below still applies.
+  private async killCommand(sentAt: number): Promise<string | undefined> {
+    const up = await this.auxPersistently(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'uptime']);
+    // Measured after the uptime answer, so the window reaches back at least to the command's start.
+    const elapsedMs = Date.now() - sentAt;
+    const [ticks, refused] = up ? up.stdout.toString().trim().split(' ').map(Number) : [NaN, NaN];
+    const seen = this.forksRefusedSeen;
+    if (!up || refused > seen) {
+      if (up) this.forksRefusedSeen = refused;
+      await this.auxPersistently(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'allbut', String(this.shellPid), this.stateDir ?? '']);
+      return up ? `the container's process limit refused ${refused - seen} fork(s)` : 'no process could start in the container (its process limit reached)';
+    }
+    // 100 ticks/s on Linux; the slack covers tick rounding between write() and fork().
+    const minTicks = Math.max(0, ticks - Math.ceil(elapsedMs / 10) - 5);
+    await this.auxPersistently(['bash', '-c', KILL_SCRIPT, 'tbrl-kill', 'children', String(this.shellPid), String(minTicks), this.stateDir ?? '']);
+    return undefined;
+  }
+
+  /**
+   * An aux exec, tried up to ten times 100 ms apart until it exits 0: under a fork bomb the
+   * runtime's exec can fail to start (its init cannot fork in a full pids cgroup), and each kill
+   * frees pids for the next try. Undefined when none succeeded (killing is best effort; the shell
+   * restart in frame() still applies).
+   */
+  private async auxPersistently(argv: string[]): Promise<{ exitCode: number | null; stdout: Buffer } | undefined> {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const r = await this.aux(argv).catch(() => undefined);
+      if (r?.exitCode === 0) return r;
+      if (this.closed) return undefined;
+      await new Promise((res) => setTimeout(res, 100));
     }
     return undefined;
   }
