@@ -12,6 +12,8 @@
 //   --no-harbor  harbor section without Harbor (also what happens when .venv/harbor is not set up).
 //   --cold-cluster  ray section: time the job on the freshly started cluster without the untimed warm-up job
 //                first (the method before 2026-12-03 09:00; the Jobs API's first-use set-up then lands in the job).
+//   --ray-defaults  ray section: a third side each round, the cluster on Ray's own defaults (TBRL_RAY_QUIET=0: without
+//                scripts/ray-local.env's settings), order rotated each round; its ratio to local printed beside.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -34,6 +36,7 @@ const flag = (name: string): string | undefined => {
 const rounds = Number(flag('--rounds') ?? 2);
 const noHarbor = process.argv.includes('--no-harbor');
 const coldCluster = process.argv.includes('--cold-cluster');
+const rayDefaults = process.argv.includes('--ray-defaults');
 const only = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--rounds');
 const want = (s: string): boolean => only.length === 0 || only.includes(s);
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-eval-bench-'));
@@ -196,7 +199,7 @@ async function raySection(): Promise<void> {
   // own CPU is part of its overhead, not a load on the local side. Sides alternate from round to round.
   // CPU seconds of each side, for the account of where the Ray side's time goes on two shared cores:
   // the `tbrl eval` process (this process's reaped children) and the cluster's processes.
-  const cpu: Record<'local' | 'ray', string[]> = { local: [], ray: [] };
+  const cpu: Record<'local' | 'ray' | 'rayDefaults', string[]> = { local: [], ray: [], rayDefaults: [] };
   const sides = {
     local: async (r: number) => {
       const c0 = reapedChildrenCpu();
@@ -204,46 +207,55 @@ async function raySection(): Promise<void> {
       cpu.local.push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}`);
       return sec;
     },
-    ray: async (r: number) => {
-      const cluster = await startLocalRayCluster({ workers: 2, dockerSlots: 4 });
-      try {
-        // The cluster's rate when idle, measured before the job (untimed). It is at its idle rate from
-        // the moment the start returns: sampled each second after the start, the first 10 / 20 / 40 s
-        // used 1.25 / 2.26 / 4.52 CPU-s, 0.1 CPU-s a second throughout (2026-12-03, load 1.7), so no
-        // start-up work of the cluster's overlaps the timed job and the bench need not wait for it.
-        //
-        // What a fresh cluster does defer to its first job is the Jobs API's own set-up: the head's
-        // dashboard agent connects to Ray (ray.init) on the first job request, and the raylet prestarts
-        // a worker for that first driver (~1 CPU-s; the supervisor of that first job started 0.5 s
-        // later than the next jobs' did). A user's cluster has done that at its first job, not at each
-        // `tbrl eval`; so before the timed job one trivial job runs (untimed) unless --cold-cluster.
-        let warm = '';
-        if (!coldCluster) {
-          const t = Date.now();
-          const client = new RayJobsClient({ url: cluster.dashboard });
-          const id = `bench-warm-up-${Date.now().toString(36)}`;
-          await client.submitNew({ entrypoint: 'python -c pass', submission_id: id, runtime_env: {}, metadata: { kind: 'bench-warm-up' }, entrypoint_num_cpus: 0 });
-          const end = await client.wait(id, { timeoutMs: 120_000, intervalMs: 250 });
-          if (end.status !== 'SUCCEEDED') throw new Error(`the warm-up job ${id} ended ${end.status}: ${end.message ?? ''}`);
-          warm = `, warm-up job ${((Date.now() - t) / 1000).toFixed(1)} s`;
-        }
-        const idleWatch = cluster.watchCpu(1000);
-        await new Promise((res) => setTimeout(res, 3000));
-        const idle = idleWatch.stop() / 3;
-        const c0 = reapedChildrenCpu();
-        const watch = cluster.watchCpu();
-        const sec = await job(`job-ray-${r}`, ['--ray', cluster.dashboard]);
-        cpu.ray.push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}, cluster ${watch.stop().toFixed(1)} (idle ${idle.toFixed(2)}/s${warm})`);
-        return sec;
-      } finally {
-        await cluster.stop();
+    ray: (r: number) => raySide(r, 'ray'),
+    // The same on a cluster with Ray's own defaults instead of scripts/ray-local.env's settings.
+    rayDefaults: (r: number) => raySide(r, 'rayDefaults'),
+  };
+  const raySide = async (r: number, side: 'ray' | 'rayDefaults'): Promise<number> => {
+    const saved = process.env.TBRL_RAY_QUIET;
+    if (side === 'rayDefaults') process.env.TBRL_RAY_QUIET = '0';
+    const cluster = await startLocalRayCluster({ workers: 2, dockerSlots: 4 }).finally(() => {
+      if (saved === undefined) delete process.env.TBRL_RAY_QUIET;
+      else process.env.TBRL_RAY_QUIET = saved;
+    });
+    try {
+      // The cluster's rate when idle, measured before the job (untimed). It is at its idle rate from
+      // the moment the start returns: sampled each second after the start, the first 10 / 20 / 40 s
+      // used 1.25 / 2.26 / 4.52 CPU-s, 0.1 CPU-s a second throughout (2026-12-03, load 1.7), so no
+      // start-up work of the cluster's overlaps the timed job and the bench need not wait for it.
+      //
+      // What a fresh cluster does defer to its first job is the Jobs API's own set-up: the head's
+      // dashboard agent connects to Ray (ray.init) on the first job request, and the raylet prestarts
+      // a worker for that first driver (~1 CPU-s; the supervisor of that first job started 0.5 s
+      // later than the next jobs' did). A user's cluster has done that at its first job, not at each
+      // `tbrl eval`; so before the timed job one trivial job runs (untimed) unless --cold-cluster.
+      let warm = '';
+      if (!coldCluster) {
+        const t = Date.now();
+        const client = new RayJobsClient({ url: cluster.dashboard });
+        const id = `bench-warm-up-${Date.now().toString(36)}`;
+        await client.submitNew({ entrypoint: 'python -c pass', submission_id: id, runtime_env: {}, metadata: { kind: 'bench-warm-up' }, entrypoint_num_cpus: 0 });
+        const end = await client.wait(id, { timeoutMs: 120_000, intervalMs: 250 });
+        if (end.status !== 'SUCCEEDED') throw new Error(`the warm-up job ${id} ended ${end.status}: ${end.message ?? ''}`);
+        warm = `, warm-up job ${((Date.now() - t) / 1000).toFixed(1)} s`;
       }
-    },
+      const idleWatch = cluster.watchCpu(1000);
+      await new Promise((res) => setTimeout(res, 3000));
+      const idle = idleWatch.stop() / 3;
+      const c0 = reapedChildrenCpu();
+      const watch = cluster.watchCpu();
+      const sec = await job(`job-${side}-${r}`, ['--ray', cluster.dashboard]);
+      cpu[side].push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}, cluster ${watch.stop().toFixed(1)} (idle ${idle.toFixed(2)}/s${warm})`);
+      return sec;
+    } finally {
+      await cluster.stop();
+    }
   };
   console.log(`ray section: load average ${loadavg()[0].toFixed(1)} at the start; ${rounds} round(s), sides alternated; ${coldCluster ? 'the job timed on the freshly started cluster (--cold-cluster)' : 'an untimed trivial job first on each fresh cluster'}`);
-  const times = { local: [] as number[], ray: [] as number[] };
+  const times = { local: [] as number[], ray: [] as number[], rayDefaults: [] as number[] };
+  const three: Array<'local' | 'ray' | 'rayDefaults'> = ['local', 'ray', 'rayDefaults'];
   for (let r = 0; r < rounds; r++) {
-    const order = (r % 2 === 0 ? ['local', 'ray'] : ['ray', 'local']) as Array<'local' | 'ray'>;
+    const order = rayDefaults ? [...three.slice(r % 3), ...three.slice(0, r % 3)] : ((r % 2 === 0 ? ['local', 'ray'] : ['ray', 'local']) as Array<'local' | 'ray'>);
     const line: string[] = [];
     for (const side of order) {
       const l0 = loadavg()[0];
@@ -251,12 +263,14 @@ async function raySection(): Promise<void> {
       times[side].push(sec);
       line.push(`${side} ${sec.toFixed(1)} s (load ${l0.toFixed(1)})`);
     }
-    console.log(`round ${r + 1}: ${line.join(', ')}; ray / local ${(times.ray[r] / times.local[r]).toFixed(2)}x; CPU-s local ${cpu.local[r]}, ray ${cpu.ray[r]}`);
+    const defaults = rayDefaults ? `; Ray's defaults / local ${(times.rayDefaults[r] / times.local[r]).toFixed(2)}x (CPU-s ${cpu.rayDefaults[r]})` : '';
+    console.log(`round ${r + 1}: ${line.join(', ')}; ray / local ${(times.ray[r] / times.local[r]).toFixed(2)}x; CPU-s local ${cpu.local[r]}, ray ${cpu.ray[r]}${defaults}`);
   }
   const onRay = median(times.ray);
   const local = median(times.local);
   const pairs = times.ray.map((x, i) => x / times.local[i]);
   console.log(`ray / local per round: ${pairs.map((x) => `${x.toFixed(2)}x`).join(', ')}; load average ${loadavg()[0].toFixed(1)} at the end`);
+  if (rayDefaults) console.log(`Ray's defaults (TBRL_RAY_QUIET=0) / local per round: ${times.rayDefaults.map((x, i) => `${(x / times.local[i]).toFixed(2)}x`).join(', ')}; median ${median(times.rayDefaults).toFixed(1)} s; scripts/ray-local.env's settings / Ray's defaults per round: ${times.ray.map((x, i) => `${(x / times.rayDefaults[i]).toFixed(2)}x`).join(', ')}`);
   console.log('\n| 64 oracle trials, concurrency 8 | measured | baseline | ratio |\n|---|---|---|---|');
   console.log(`| 2-worker local Ray cluster (median of ${rounds}) | ${onRay.toFixed(1)} s | local \`tbrl eval\` ${local.toFixed(1)} s | **${(onRay / local).toFixed(2)}x** overhead (target ≤ 1.15x; rounds ${pairs.map((x) => `${x.toFixed(2)}x`).join(', ')}); ${(((onRay - local) / 64) * 1000).toFixed(0)} ms per trial |`);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The studio's local Ray head (trainer-bridge tests, local training): scripts/ray.sh start|stop|status|url|pids|python
+# The studio's local Ray head (trainer-bridge tests, local training): scripts/ray.sh start|stop|status|url|pids|python|env
 # Uses the venv made by scripts/setup.sh (.venv/ray, Ray pinned there) and listens on loopback only.
 # Every Ray component gets its own port, counted from TBRL_RAY_PORT_BASE (default 48000), so another
 # Ray on this machine (a user's on Ray's defaults: GCS 6379, dashboard 8265, agent 52365, client
@@ -33,7 +33,18 @@ PY="$VENV/bin/python"
 die() { printf '[ray.sh] %s\n' "$*" >&2; exit 1; }
 # Jobs run `python -m tbrl_bridge...`: the venv's python must come first on the raylet's PATH.
 export PATH="$VENV/bin:$PATH"
-export RAY_USAGE_STATS_ENABLED=0
+# What the studio's local dev clusters run with (the eval tests' and bench's cluster read the same
+# file): each KEY=VALUE of scripts/ray-local.env unless already set; TBRL_RAY_QUIET=0 keeps Ray's
+# defaults but for the usage stats.
+LOCAL_KEYS=()
+while IFS= read -r line || [ -n "$line" ]; do
+  case "$line" in ''|'#'*) continue ;; esac
+  key="${line%%=*}"
+  [[ "$key" =~ ^[A-Za-z_][A-Za-z0-9_]*$ && "$line" == *=* ]] || die "scripts/ray-local.env: \"$line\" is not KEY=VALUE (no quotes, no spaces around =): fix that line"
+  [ "${TBRL_RAY_QUIET:-1}" = 0 ] && [ "$key" != RAY_USAGE_STATS_ENABLED ] && continue
+  [ -n "${!key+set}" ] || export "$key=${line#*=}"
+  LOCAL_KEYS+=("$key")
+done < scripts/ray-local.env
 # Ray turns token auth on by itself once ~/.ray/auth_token exists (any ray.init() on the machine can
 # create it): the Jobs API would then answer 401 to the tests and to `tbrl train` without a token.
 # The head's dashboard listens on loopback only; set RAY_AUTH_MODE=token to use a token anyway.
@@ -160,7 +171,11 @@ case "${1:-}" in
   python)
     echo "$PY"
     ;;
+  env)
+    # What this head runs with from scripts/ray-local.env (after the environment's own values).
+    for key in "${LOCAL_KEYS[@]}"; do echo "$key=${!key}"; done
+    ;;
   *)
-    die "usage: scripts/ray.sh start|stop|status|url|pids|python"
+    die "usage: scripts/ray.sh start|stop|status|url|pids|python|env"
     ;;
 esac

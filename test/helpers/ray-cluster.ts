@@ -27,6 +27,26 @@ export interface LocalRayCluster {
 }
 
 const VENV = resolve('.venv/ray');
+/** What the studio's local dev clusters run with (scripts/ray.sh reads the same file). */
+const LOCAL_SETTINGS = resolve(__dirname, '..', '..', 'scripts', 'ray-local.env');
+
+/**
+ * The variables of scripts/ray-local.env (KEY=VALUE lines, `#` comments), each unless the environment
+ * sets it already; with TBRL_RAY_QUIET=0 only RAY_USAGE_STATS_ENABLED (Ray's own defaults otherwise, to
+ * compare against). Exported for its test: ray.sh's reading of the file must give the same.
+ */
+export function localRaySettings(env: NodeJS.ProcessEnv = process.env, file = LOCAL_SETTINGS): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const raw of readFileSync(file, 'utf8').split('\n')) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
+    if (!m) throw new Error(`${file}: "${line}" is not KEY=VALUE (no quotes, no spaces around =): fix that line`);
+    if (env.TBRL_RAY_QUIET === '0' && m[1] !== 'RAY_USAGE_STATS_ENABLED') continue;
+    if (env[m[1]] === undefined) out[m[1]] = m[2];
+  }
+  return out;
+}
 
 /**
  * `ray start`, with more patience: a node gets 30 s to register with the GCS (a constant inside
@@ -74,7 +94,7 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
   mkdirSync(temp, { recursive: true });
   // A HOME of its own: a token file in ~/.ray (another cluster's) would otherwise switch this one to token auth.
   mkdirSync(join(temp, 'home'), { recursive: true });
-  const env = { ...process.env, HOME: join(temp, 'home'), PATH: `${VENV}/bin:${process.env.PATH}`, RAY_USAGE_STATS_ENABLED: '0' };
+  const env = { ...process.env, ...localRaySettings(), HOME: join(temp, 'home'), PATH: `${VENV}/bin:${process.env.PATH}` };
   const nodes: LocalRayCluster['nodes'] = [];
   const common = ['--node-ip-address', '127.0.0.1', '--num-gpus', '0', '--object-store-memory', '100000000', '--disable-usage-stats', '--block'];
   // base..base+2 head services; 6 fixed ports per node from base+10; worker-process ports: head 20, each worker 25 (base+30..base+99).
