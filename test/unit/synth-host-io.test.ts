@@ -21,6 +21,7 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { cp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -311,5 +312,63 @@ describe('shared pipeline runs', () => {
       assert.equal(runs() - before.runs, 1, 'one real run, the rest answered from it');
       assert.equal(server.handedOver() - before.handed, 2, 'the two direct hits needed no stand-in');
     }
+  });
+});
+
+describe('reused processes', () => {
+  // (A reused process holds its channel to the server above fd 511, close-on-exec.)
+  // What a fresh process would show: a module global, threads, a signal handler, the umask, fds, the
+  // decimal context, csv's limit, tempfile's directory, an imported module, the environment and cwd.
+  const report = [
+    'import csv, decimal, json, os, signal, sys, tempfile, threading',
+    'print(getattr(json, "planted", None), threading.active_count(), signal.getsignal(signal.SIGUSR1), os.umask(0o022),',
+    '      sorted(int(fd) for fd in os.listdir("/proc/self/fd") if int(fd) < 256), decimal.getcontext().prec, csv.field_size_limit(), tempfile.gettempdir(),',
+    '      "colorsys" in sys.modules, os.environ.get("PLANTED"), os.getcwd(), sys.argv[1:], sys.dont_write_bytecode)',
+  ].join('\n');
+  const misbehaviours: Record<string, string> = {
+    global: 'json.planted = 1',
+    thread: 'threading.Thread(target=__import__("time").sleep, args=(0.3,), daemon=True).start()',
+    signal: 'signal.signal(signal.SIGUSR1, signal.SIG_IGN)',
+    umask: 'os.umask(0o077)',
+    fd: 'os.open("/dev/null", os.O_RDONLY)',
+    decimal: 'decimal.getcontext().prec = 5',
+    csv: 'csv.field_size_limit(7)',
+    tempdir: 'tempfile.tempdir = "/nowhere"',
+    module: 'import colorsys',
+    environ: 'os.environ["PLANTED"] = "1"',
+    bytecode: 'sys.dont_write_bytecode = True',
+    exit: 'os._exit(5)',
+  };
+  it('give every run what a fresh process gives it, whatever the run before left behind', async () => {
+    const server = await sharedGatePython();
+    assert.ok(server.run, 'the spawner is up');
+    const dir = join(scratch, 'reuse');
+    mkdirSync(dir, { recursive: true });
+    const script = join(dir, 'prog.py');
+    const source = `${report.replace('print(', 'if sys.argv[1] != "report":\n    exec(open(sys.argv[2]).read())\nprint(os.getpid(), ')}\n`;
+    writeFileSync(script, source);
+    const marker = { TBRL_GATE_REUSE: createHash('sha256').update(source).digest('hex') };
+    // A fresh process forked from the server (no reuse without the variable).
+    const fresh = await server.run(['python3', script, 'report'], { cwd: dir, env: { ...server.env, TMPDIR: dir } });
+    const withoutPid = (out: string) => out.replace(/^\d+ /, '');
+    const run = (args: string[], env: Record<string, string> = {}) => server.run!(['python3', script, ...args], { cwd: dir, env: { ...server.env, TMPDIR: dir, ...marker, ...env } });
+    const first = await run(['report']);
+    const second = await run(['report']);
+    assert.equal(first.code, 0, first.stderr);
+    assert.equal(withoutPid(first.stdout), withoutPid(fresh.stdout));
+    assert.equal(second.stdout, first.stdout, 'a clean run leaves its process to the next run of the same script');
+    for (const [name, code] of Object.entries(misbehaviours)) {
+      writeFileSync(join(dir, 'bad.py'), code);
+      const bad = await run(['bad', join(dir, 'bad.py')]);
+      assert.equal(bad.code, name === 'exit' ? 5 : 0, `${name}: ${bad.stderr}`);
+      const after = await run(['report']);
+      assert.equal(withoutPid(after.stdout), withoutPid(fresh.stdout), `after a run that changed ${name}`);
+    }
+    // The variable never reaches the program, and a script whose bytes are not the declared ones is run fresh.
+    const seen = await server.run!(['python3', '-c', 'import os; print(os.environ.get("TBRL_GATE_REUSE"))'], { env: { ...server.env, ...marker } });
+    assert.equal(seen.stdout, 'None\n');
+    const pids = new Set<string>();
+    for (let i = 0; i < 3; i++) pids.add((await run(['report'], { TBRL_GATE_REUSE: '0'.repeat(64) })).stdout.split(' ')[0]);
+    assert.equal(pids.size, 3);
   });
 });

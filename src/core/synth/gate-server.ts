@@ -69,7 +69,7 @@ const PRELOAD_LAZY = ['pkgutil', '_strptime'];
  * program's fork copies and faults in less of it (~1 ms a program); pytest sessions go to a second
  * server that has imported pytest, started on first use (GatePython.pytestEnv).
  */
-const PRELOAD_PROGRAMS = ['_pytest.outcomes', 'inspect', 'threading', 'csv', 'datetime', 'decimal', 'json', 'sqlite3', 'struct', 'subprocess', 'tempfile', 'shutil', 'hashlib', 'pathlib', 'functools', ...PRELOAD_LAZY];
+const PRELOAD_PROGRAMS = ['_pytest.outcomes', 'inspect', 'threading', 'csv', 'datetime', 'decimal', 'json', 'sqlite3', 'struct', 'subprocess', 'tempfile', 'shutil', 'hashlib', 'pathlib', 'functools', 'resource', 'fcntl', ...PRELOAD_LAZY];
 
 export const ZYGOTE_PY = String.raw`"""Warm python3 for the host gates: imports once, then forks one child per program a client hands over.
 
@@ -86,6 +86,7 @@ import gc
 import hashlib
 import importlib.util
 import io
+import marshal
 import os
 import runpy
 import select
@@ -344,9 +345,10 @@ def script_path0(cwd, argv):
     return os.path.dirname(os.path.realpath(os.path.join(cwd, argv[1])))
 
 
-def run_program(cwd, argv, env, template=None, plan=None, path0=None):
-    """Runs the program in this (forked) process. plan and path0: environ_plan's answer and the script's
-    sys.path[0], worked out by the server before the fork; None: the process works them out itself."""
+def execute(cwd, argv, env, template=None, plan=None, path0=None):
+    """Runs the program in this process and returns its exit status (before the interpreter's shutdown).
+    plan and path0: environ_plan's answer and the script's sys.path[0], worked out by the server before
+    the fork; None: the process works them out itself."""
     os.chdir(cwd)
     set_environ(env, plan)
     std_streams(template)
@@ -385,14 +387,24 @@ def run_program(cwd, argv, env, template=None, plan=None, path0=None):
             trace = trace.tb_next
         sys.excepthook(type(problem), problem.with_traceback(trace), trace)
         code = 1
-    shut_down()
+    return code
+
+
+def flush_streams(code):
     for stream in (sys.stdout, sys.stderr):
         try:
             if not stream.closed:
                 stream.flush()
         except Exception:
             code = code or 120
-    os._exit(code)
+    return code
+
+
+def run_program(cwd, argv, env, template=None, plan=None, path0=None):
+    """Runs the program in this (forked) process and exits with its status (never returns)."""
+    code = execute(cwd, argv, env, template, plan, path0)
+    shut_down()
+    os._exit(flush_streams(code))
 
 
 def shut_down():
@@ -421,6 +433,261 @@ def run_on(fds, cwd, argv, env, template=None, fast=True, plan=None, path0=None)
             if fd > 2:
                 os.close(fd)
     run_program(cwd, argv, env, template, plan, path0)
+
+
+# Reused processes (issue #20): the gates' own programs — progress.py and the verifier runner, ~64
+# runs a task — pay ~1,000 copy-on-write faults each in a freshly forked process (~5 us each here), a
+# fork and an exit; a second run in the same process pays ~40. A request whose environment carries
+# TBRL_GATE_REUSE=<sha256 of its script's bytes> (the gates set it only for those programs, whose code
+# they generate) may go to a process that has run the same script before and came out of it clean
+# (reusable()): the variable is removed first, so the program sees the environment it would see
+# without it.
+REUSE_VARIABLE = b"TBRL_GATE_REUSE"
+# Runs per process at most, and idle processes kept at most (least recently used killed first).
+REUSE_RUNS = 16
+REUSE_IDLE = 4
+CHANNEL_FD = 512
+# Server side: {pid: {"key", "ctl" (socket to the process), "watch" (pidfd)}}; idle ones, oldest first.
+WORKERS = {}
+IDLE = collections.OrderedDict()
+# What a fresh process starts with, compared after every run in a reused process (process_state()).
+SNAPSHOT = {}
+
+
+def reuse_key(declared, cwd, argv, precompiled):
+    """A request's reuse key (its script's sha256, hex), or None: it declared that sha256 and its script
+    holds exactly those bytes."""
+    if declared is None or not CLOSE_RANGE or DICT_VERSION is None or argv[1] in ("-c", "-m"):
+        return None
+    entry = precompiled.get(os.path.normpath(os.path.join(cwd, argv[1])))
+    if entry is None or hashlib.sha256(entry[0]).hexdigest().encode() != declared:
+        return None
+    return declared
+
+
+# Module globals a run in this process rebinds by design, put back before the next (execute, reusable).
+RESET_BY_SERVER = {"sys": {"argv", "stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "dont_write_bytecode"},
+                   "runpy": {"_get_code_from_file"}, "tempfile": {"tempdir", "_name_sequence"}}
+
+
+def dict_versions():
+    """ma_version_tag of a dict (CPython 3.11: changed by every insert, update or delete), or None where
+    this interpreter has no such field (then no process is reused)."""
+    if sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11):
+        return None
+    try:
+        import ctypes
+        def version(namespace):
+            return ctypes.c_uint64.from_address(id(namespace) + 24).value
+        probe = {}
+        before = version(probe)
+        probe["x"] = 1
+        middle = version(probe)
+        probe["x"] = 2
+        return version if before != middle != version(probe) else None
+    except Exception:
+        return None
+
+
+DICT_VERSION = dict_versions()
+
+
+def process_state():
+    """The process-wide state a program can change and a later program would see (taken in the server)."""
+    import csv
+    import decimal
+    import random
+    import tempfile
+    import warnings
+    signals = {}
+    for number in signal.valid_signals():
+        try:
+            signals[number] = signal.getsignal(number)
+        except (OSError, ValueError):
+            pass
+    mask = os.umask(0)
+    os.umask(mask)
+    return {
+        "modules": dict(sys.modules), "builtins": dict(builtins.__dict__), "signals": signals,
+        "sigmask": signal.pthread_sigmask(signal.SIG_BLOCK, []), "umask": mask,
+        "hooks": (sys.excepthook, sys.displayhook, sys.unraisablehook, sys.breakpointhook),
+        "lists": (list(sys.meta_path), list(sys.path_hooks), list(warnings.filters)),
+        "limits": (sys.getrecursionlimit(), sys.getswitchinterval(), sys.getdefaultencoding(), csv.field_size_limit(), tuple(csv.list_dialects()),
+                   gc.isenabled(), gc.get_threshold(), gc.get_debug()),
+        "decimal": decimal.getcontext().copy(), "decimal_defaults": (repr(decimal.DefaultContext), repr(decimal.BasicContext), repr(decimal.ExtendedContext)),
+        "path_importer_cache": dict(sys.path_importer_cache), "dont_write_bytecode": sys.dont_write_bytecode,
+        "tempdir": tempfile.tempdir, "random": random,
+        # Callbacks the interpreter's start-up registered (site's .pth files): they run when the process ends.
+        "atexit": atexit._ncallbacks(), "rlimits": rlimits(),
+        # Every module's namespace (its dict's version and a copy): a module global rebound by a run is found.
+        "namespaces": {name: (module.__dict__, DICT_VERSION(module.__dict__), dict(module.__dict__)) for name, module in sys.modules.items()
+                       if name not in ("__main__", "_tbrl_gate_server") and isinstance(getattr(module, "__dict__", None), dict)},
+        "name_sequence": tempfile._name_sequence,
+    }
+
+
+def rlimits():
+    import resource
+    return [resource.getrlimit(getattr(resource, name)) for name in sorted(dir(resource)) if name.startswith("RLIMIT_")]
+
+
+def reusable(ctl, allowed):
+    """After a run in a reused process: whether the next run would find the process as a fresh one (else
+    it exits as every process did). What a fresh process resets by itself is put back (bytecode flag,
+    importer cache, tempfile's directory, the decimal context, the random seed); anything else changed —
+    a thread or atexit callback left, a module imported or replaced (but the verifier the runner imports,
+    allowed, which is dropped), an fd left open, a signal handler or mask, the umask, a hook, the
+    recursion limit, warnings filters, csv or gc settings, a builtin — and the process is not reused."""
+    import csv
+    import decimal
+    import tempfile
+    import threading
+    import warnings
+    state = SNAPSHOT
+    main_thread = threading.main_thread()
+    for thread in threading.enumerate():
+        if thread is not main_thread and not thread.daemon:
+            thread.join()
+    if len(threading.enumerate()) != 1 or threading._threading_atexits or atexit._ncallbacks() != state["atexit"]:
+        return False
+    modules = state["modules"]
+    for name, module in list(sys.modules.items()):
+        if modules.get(name) is not module:
+            if name in modules or getattr(module, "__file__", None) not in allowed:
+                return False
+            del sys.modules[name]
+    if len(sys.modules) != len(modules) or builtins.__dict__ != state["builtins"]:
+        return False
+    for name, value in state["builtins"].items():
+        if builtins.__dict__.get(name) is not value:
+            return False
+    for number, handler in state["signals"].items():
+        if signal.getsignal(number) is not handler:
+            return False
+    if signal.pthread_sigmask(signal.SIG_BLOCK, []) != state["sigmask"]:
+        return False
+    mask = os.umask(0)
+    os.umask(mask)
+    if mask != state["umask"]:
+        return False
+    if (sys.excepthook, sys.displayhook, sys.unraisablehook, sys.breakpointhook) != state["hooks"] or sys.gettrace() is not None or sys.getprofile() is not None:
+        return False
+    if [list(sys.meta_path), list(sys.path_hooks), list(warnings.filters)] != [list(x) for x in state["lists"]]:
+        return False
+    limits = (sys.getrecursionlimit(), sys.getswitchinterval(), sys.getdefaultencoding(), csv.field_size_limit(), tuple(csv.list_dialects()),
+              gc.isenabled(), gc.get_threshold(), gc.get_debug())
+    if limits != state["limits"] or rlimits() != state["rlimits"] or (repr(decimal.DefaultContext), repr(decimal.BasicContext), repr(decimal.ExtendedContext)) != state["decimal_defaults"]:
+        return False
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd != ctl:
+            try:
+                os.fstat(fd)
+            except OSError:
+                continue  # listdir's own, closed by now
+            return False
+    decimal.setcontext(state["decimal"].copy())
+    sys.dont_write_bytecode = state["dont_write_bytecode"]
+    sys.path_importer_cache.clear()
+    sys.path_importer_cache.update(state["path_importer_cache"])
+    tempfile.tempdir = state["tempdir"]
+    tempfile._name_sequence = state["name_sequence"]
+    namespaces = state["namespaces"]
+    for name, (namespace, version, copy) in list(namespaces.items()):
+        if DICT_VERSION(namespace) == version:
+            continue
+        skip = RESET_BY_SERVER.get(name, ())
+        if namespace.keys() != copy.keys() or any(namespace[key] is not value for key, value in copy.items() if key not in skip):
+            return False
+        namespaces[name] = (namespace, DICT_VERSION(namespace), copy)
+    # A fresh process reseeds after the fork; and what the run left unreachable is never collected
+    # (a fresh process ends in os._exit, so no finalizer of a leftover cycle runs there either).
+    state["random"].seed()
+    gc.freeze()
+    return True
+
+
+def receive_request(ctl):
+    """The next request for a reused process (marshal'ed by give_request), or None when the server is gone."""
+    fds = array.array("i")
+    try:
+        head, ancillary, _, _ = ctl.recvmsg(4, socket.CMSG_SPACE(3 * fds.itemsize))
+    except OSError:
+        return None
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
+    if len(head) != 4 or len(fds) != 3:
+        return None
+    (size,) = struct.unpack("=I", head)
+    body = bytearray()
+    while len(body) < size:
+        chunk = ctl.recv(size - len(body))
+        if not chunk:
+            return None
+        body += chunk
+    cwd, argv, env = marshal.loads(bytes(body))
+    return list(fds), cwd, argv, env
+
+
+def give_request(ctl, fds, cwd, argv, env):
+    """Hands a request to an idle reused process; False if it is gone."""
+    body = marshal.dumps((cwd, argv, env))
+    try:
+        ctl.settimeout(1)
+        ctl.sendmsg([struct.pack("=I", len(body))], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        ctl.sendall(body)
+        ctl.settimeout(None)
+        return True
+    except OSError:
+        return False
+
+
+def reused_process(ctl, fds, cwd, argv, env, template, plan, path0, allowed):
+    """In a forked child: runs the request, then, while each run leaves it clean, reports the status on
+    ctl and runs the next request the server hands it; otherwise ends as run_program does."""
+    global PRECOMPILED
+    # The channel sits above the fds a program opens (close-on-exec: no child of the program inherits it).
+    import fcntl
+    high = fcntl.fcntl(ctl, fcntl.F_DUPFD_CLOEXEC, CHANNEL_FD)
+    os.close(ctl)
+    ctl = high
+    channel = socket.socket(fileno=ctl)
+    # A fresh process is the server after the fork: the fork's own handlers rebind a few globals
+    # (threading's locks), so those namespaces are compared with what they hold now.
+    namespaces = SNAPSHOT["namespaces"]
+    for name, (namespace, version, _) in list(namespaces.items()):
+        if DICT_VERSION(namespace) != version:
+            namespaces[name] = (namespace, DICT_VERSION(namespace), dict(namespace))
+    runs = 0
+    while True:
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        os.closerange(3, ctl)
+        os.closerange(ctl + 1, FD_LIMIT)
+        code = execute(cwd, argv, env, template, plan, path0)
+        runs += 1
+        if runs >= REUSE_RUNS or not reusable(ctl, allowed):
+            shut_down()
+            os._exit(flush_streams(code))
+        code = flush_streams(code)
+        # The client's fds are let go before the status is reported (as at a process's exit): a reader
+        # of the program's stdout sees its end.
+        null = os.open(os.devnull, os.O_RDWR)
+        for target in range(3):
+            os.dup2(null, target)
+        os.close(null)
+        try:
+            channel.sendall(struct.pack("=i", code))
+        except OSError:
+            os._exit(0)
+        request = receive_request(channel)
+        if request is None:
+            os._exit(0)
+        fds, cwd, argv, env = request
+        PRECOMPILED = precompile(cwd, argv)
+        allowed = {path for path in PRECOMPILED if path != os.path.normpath(os.path.join(cwd, argv[1]))}
+        template = plan = path0 = None
 
 
 def read_all(fd, size):
@@ -647,17 +914,37 @@ def serve(listener):
                         continue
                     selector.register(conn, selectors.EVENT_READ, ("report", conn, plan))
                     continue
+                declared = env.pop(REUSE_VARIABLE, None)
                 precompiled = precompile(cwd, argv)
+                reuse = reuse_key(declared, cwd, argv, precompiled)
+                if reuse is not None:
+                    idle = next((pid for pid in reversed(IDLE) if IDLE[pid] == reuse), None)
+                    if idle is not None:
+                        del IDLE[idle]
+                        worker = WORKERS[idle]
+                        if give_request(worker["ctl"], fds, cwd, argv, env):
+                            for fd in fds:
+                                os.close(fd)
+                            live[idle] = (conn, worker["watch"])
+                            selector.register(worker["ctl"], selectors.EVENT_READ, ("done", idle))
+                            selector.register(conn, selectors.EVENT_READ, ("client", idle))
+                            continue
+                        os.kill(idle, signal.SIGKILL)
                 template = stream_template(fds)
                 plan = environ_plan(env)
                 try:
                     path0 = script_path0(cwd, argv)
                 except (OSError, ValueError):
                     path0 = None
+                if reuse is not None:
+                    ctl, ctl_child = socket.socketpair()
                 child = os.fork()
                 if child == 0:
                     # Rebinding writes one slot of this module's dict; update() wrote the dict's pages.
                     PRECOMPILED = precompiled
+                    if reuse is not None:
+                        script = os.path.normpath(os.path.join(cwd, argv[1]))
+                        reused_process(ctl_child.fileno(), fds, cwd, argv, env, template, plan, path0, {path for path in precompiled if path != script})
                     # The program keeps fds 0-2 only: none of the server's sockets, pidfds or selector.
                     if not CLOSE_RANGE:
                         selector.close()
@@ -670,6 +957,10 @@ def serve(listener):
                 for fd in fds:
                     os.close(fd)
                 watch = os.pidfd_open(child)
+                if reuse is not None:
+                    ctl_child.close()
+                    WORKERS[child] = {"key": reuse, "ctl": ctl, "watch": watch}
+                    selector.register(ctl, selectors.EVENT_READ, ("done", child))
                 live[child] = (conn, watch)
                 selector.register(watch, selectors.EVENT_READ, ("exited", child))
                 selector.register(conn, selectors.EVENT_READ, ("client", child))
@@ -687,8 +978,33 @@ def serve(listener):
                 else:
                     # The stand-in died before its run finished (killed at a timeout): nothing is kept.
                     conn.close()
+            elif key.data[0] == "done":
+                # A reused process finished a run and is clean: its status goes to the client, and it
+                # waits for the next request of its script.
+                child = key.data[1]
+                worker = WORKERS.get(child)
+                if worker is None or child not in live:
+                    continue  # it ended in this round already (its pidfd was read first)
+                selector.unregister(worker["ctl"])
+                try:
+                    head = worker["ctl"].recv(4, socket.MSG_WAITALL)
+                except OSError:
+                    head = b""
+                if len(head) != 4:
+                    continue  # it ended: its pidfd reports the status
+                conn, _ = live.pop(child)
+                try:
+                    selector.unregister(conn)
+                except KeyError:
+                    pass
+                answer(conn, struct.unpack("=i", head)[0])
+                IDLE[child] = worker["key"]
+                while len(IDLE) > REUSE_IDLE:
+                    os.kill(IDLE.popitem(last=False)[0], signal.SIGKILL)
             elif key.data[0] == "client":
                 child = key.data[1]
+                if child not in live:
+                    continue  # answered in this round already
                 conn = live[child][0]
                 try:
                     gone = not conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
@@ -702,13 +1018,28 @@ def serve(listener):
                     os.kill(child, signal.SIGKILL)
             else:
                 child = key.data[1]
-                conn, watch = live.pop(child)
+                worker = WORKERS.pop(child, None)
+                if worker is not None:
+                    IDLE.pop(child, None)
+                    try:
+                        selector.unregister(worker["ctl"])
+                    except KeyError:
+                        pass
+                    worker["ctl"].close()
+                    watch = worker["watch"]
+                entry = live.pop(child, None)
+                if entry is not None:
+                    conn, watch = entry
+                    try:
+                        selector.unregister(conn)
+                    except KeyError:
+                        pass
                 selector.unregister(watch)
-                try:
-                    selector.unregister(conn)
-                except KeyError:
-                    pass
                 os.close(watch)
+                if entry is None:
+                    # An idle reused process, killed (too many idle) or gone: nobody waits for it.
+                    os.waitpid(child, 0)
+                    continue
                 _, status = os.waitpid(child, 0)
                 answer(conn, os.waitstatus_to_exitcode(status))
 
@@ -761,6 +1092,7 @@ def main():
             conn.close()
     # The verifier runner finds cached_code here (verifier-runner.ts).
     sys.modules["_tbrl_gate_server"] = sys.modules[__name__]
+    SNAPSHOT.update(process_state())
     gc.collect()
     gc.freeze()
     print("ready", flush=True)

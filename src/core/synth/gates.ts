@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cp, mkdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -16,6 +17,7 @@ import type { FileMap } from './types';
 import { BUILD_DB_SCRIPT, dimBBuilt, dimBSource, elfBytes, parseDimBRows, parseWorld, safetensorsBytes } from './render';
 import { SOLVER_PRELUDE } from './solver-program';
 import type { RunProcess } from './spawner';
+import { VERIFIER_RUNNER_PY } from './verifier-runner';
 import { gradeInTypeScript, PROMISE_TREES, SYNC_TREES, type SqliteDigestCache, type TreeOps } from './ts-grader';
 
 /**
@@ -113,6 +115,13 @@ export interface GateOptions {
    * false starts the client for each, the previous path.
    */
   handOver?: boolean;
+  /**
+   * Reused processes (default true on the warm runner with the fast server): progress.py and the
+   * verifier runner may run in a process forked from the gate server that has already run the same
+   * script and came out of it as clean as a fresh one (gate-server.ts `reusable`); false forks a
+   * fresh process for every run, the previous path.
+   */
+  reuseProcesses?: boolean;
 }
 
 /** One verified state in compare mode: real pytest, the runner running every test, and the verdict the gates used (runner stopping at the first failure, or pytest). */
@@ -123,9 +132,11 @@ export interface VerifierComparison { state: string; pytest: TestOutcomes; runne
  * `run` starts a process (default Node's spawn, runProcess) and `tmp` is the scratch base (default
  * os.tmpdir(); when set, it is also the programs' TMPDIR in `env`).
  */
-export interface HostRun { python: string; env: Record<string, string>; verifierRunner?: string; sqliteDigests?: SqliteDigestCache; run?: RunProcess; tmp?: string; trees?: TreeOps; pytestEnv?: () => Promise<Record<string, string>>; sharedRunsEnv?: Record<string, string> }
+export interface HostRun { python: string; env: Record<string, string>; verifierRunner?: string; sqliteDigests?: SqliteDigestCache; run?: RunProcess; tmp?: string; trees?: TreeOps; pytestEnv?: () => Promise<Record<string, string>>; sharedRunsEnv?: Record<string, string>; reuse?: { progress: Record<string, string>; runner: Record<string, string> } }
 
 const run = (host: HostRun): RunProcess => host.run ?? runProcess;
+/** The variable that lets the gate server run this script in a reused process: the sha256 of the script's bytes. */
+const reuseMarker = (script: string): Record<string, string> => ({ TBRL_GATE_REUSE: createHash('sha256').update(script).digest('hex') });
 const withoutHandOver = (spawn: RunProcess): RunProcess => (argv, options) => spawn(argv, { ...options, direct: false });
 const trees = (host: HostRun): TreeOps => host.trees ?? PROMISE_TREES;
 
@@ -169,7 +180,7 @@ async function prepare(t: SynthesizedTask, root: string, host: HostRun): Promise
 export async function gradeOnHost(t: SynthesizedTask, root: string, app: string, python: string | HostRun = 'python3'): Promise<GradeResult> {
   const host = typeof python === 'string' ? { python, env: {} } : python;
   // With shared runs, both graders' entry-point runs see the bash stand-in and the task's scope.
-  const r = await run(host)([host.python, join(root, 'tests/progress.py'), '--root', app], { env: { ...host.env, ...host.sharedRunsEnv } });
+  const r = await run(host)([host.python, join(root, 'tests/progress.py'), '--root', app], { env: { ...host.env, ...host.sharedRunsEnv, ...host.reuse?.progress } });
   if (r.code !== 0) throw new Error(`progress grader failed (exit ${r.code}): ${r.stderr.slice(-600)}`);
   const parsed = JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as GradeResult;
   // The TypeScript path recomputes gating and Φ from the grader's raw credits: the two must agree.
@@ -200,7 +211,7 @@ export interface Verdict { passed: boolean; log: string; via: 'pytest' | 'runner
 export async function verifyOnHost(root: string, app: string, python: string | HostRun = 'python3', testFiles?: FileMap): Promise<Verdict> {
   const host = typeof python === 'string' ? { python, env: {} } : python;
   if (host.verifierRunner && testFiles && (await directVerifierFits(root, testFiles))) {
-    const direct = await verifyWithRunner(root, app, host, { stopAtFirstFailure: true });
+    const direct = await verifyWithRunner(root, app, host, { stopAtFirstFailure: true, reuse: true });
     if (direct) return direct;
   }
   return verifyWithPytest(root, app, host);
@@ -216,11 +227,11 @@ export async function verifyWithPytest(root: string, app: string, host: HostRun)
 let verdictFiles = 0;
 
 /** The verifier's tests through the gate server's runner; undefined when only pytest can decide. */
-export async function verifyWithRunner(root: string, app: string, host: HostRun, options: { stopAtFirstFailure?: boolean } = {}): Promise<Verdict | undefined> {
+export async function verifyWithRunner(root: string, app: string, host: HostRun, options: { stopAtFirstFailure?: boolean; reuse?: boolean } = {}): Promise<Verdict | undefined> {
   if (!host.verifierRunner) return undefined;
   const out = join(host.tmp ?? tmpdir(), `tbrl-verdict-${process.pid}-${++verdictFiles}.json`);
   try {
-    const r = await run(host)([host.python, host.verifierRunner, join(root, 'tests/test_outputs.py'), out, ...(options.stopAtFirstFailure ? ['--stop-at-first-failure'] : [])], { cwd: app, env: { ...host.env, TBRL_APP: app }, timeoutMs: 300_000 });
+    const r = await run(host)([host.python, host.verifierRunner, join(root, 'tests/test_outputs.py'), out, ...(options.stopAtFirstFailure ? ['--stop-at-first-failure'] : [])], { cwd: app, env: { ...host.env, TBRL_APP: app, ...(options.reuse ? host.reuse?.runner : {}) }, timeoutMs: 300_000 });
     if (r.code !== 0 && r.code !== 1) return undefined;
     const result = JSON.parse(readFileSync(out, 'utf8')) as { tests: TestOutcomes; undecided: string | null };
     if (result.undecided !== null) return undefined;
@@ -355,6 +366,10 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
     trees: warm && (options.trees ?? 'sync') === 'sync' ? SYNC_TREES : undefined,
     // One scope per task's gates: runs are shared within it only.
     sharedRunsEnv: warm && options.shareRuns !== false && server?.sharedRunsPath ? { PATH: server.sharedRunsPath, TBRL_SHARED_RUNS: `${process.pid}-${++gateRuns}` } : undefined,
+    // The gates' own programs may run in a process that ran the same script before (gate-server.ts reused_process).
+    reuse: warm && options.reuseProcesses !== false && options.gateServer !== 'previous' && server?.mode === 'warm'
+      ? { progress: reuseMarker(t.taskFiles['tests/progress.py'] ?? ''), runner: reuseMarker(VERIFIER_RUNNER_PY) }
+      : undefined,
   };
   const testFiles: FileMap = Object.fromEntries(Object.entries(t.taskFiles).filter(([p]) => p.startsWith('tests/')));
   const verifierRuns: Record<Verdict['via'], number> = { runner: 0, pytest: 0 };

@@ -145,6 +145,10 @@ def main(test_file, result_path, stop_early=False):
             sys.stderr.flush()
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
+            # Closed, as a process reused for the next run must not hold them (gate-server.ts reusable).
+            os.close(saved[0])
+            os.close(saved[1])
+            capture.close()
     except Undecided as why:
         result = {"tests": result["tests"], "undecided": str(why)}
         code = UNDECIDED
