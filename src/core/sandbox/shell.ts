@@ -460,10 +460,10 @@ export class PersistentShell {
     const note = this.takeNote();
     const r = await this.frame({ command, traceMark: options.traceMark }, options.timeoutMs, options.maxOutputBytes, true);
     const pidsNote = r.backgroundKilledBecause ? `; ${r.backgroundKilledBecause}, so every background process was killed too` : '';
-    const restartNote = `${pidsNote}${r.restarted ? '; the shell was restarted, exported variables were reset' : ''}`;
+    const killNotes = `${pidsNote}${r.restarted ? '; the shell was restarted, exported variables were reset' : ''}`;
     let output = note + r.output.text();
-    if (r.timedOut) output += `\n[killed after ${options.timeoutMs} ms timeout${restartNote}]\n`;
-    else if (r.stopped) output += `\n${r.stopped.note.replace(/\]$/, `${restartNote}]`)}\n`;
+    if (r.timedOut) output += `\n[killed after ${options.timeoutMs} ms timeout${killNotes}]\n`;
+    else if (r.stopped) output += `\n${r.stopped.note.replace(/\]$/, `${killNotes}]`)}\n`;
     else if (r.stateLost) output += `\n[note: the command's shell process ended without saving its state (it ran \`exec\`, got a signal, or its own traps stopped the save; exit status ${r.exitCode}); the next command runs with the working directory and variables from before this command]\n`;
     return {
       exitCode: r.timedOut ? null : r.exitCode,
