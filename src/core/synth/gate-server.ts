@@ -492,33 +492,46 @@ def dict_versions():
 DICT_VERSION = dict_versions()
 
 
-def process_state():
-    """The process-wide state a program can change and a later program would see (taken in the server)."""
-    import csv
-    import decimal
-    import random
-    import tempfile
-    import warnings
-    signals = {}
+def signal_handlers():
+    handlers = {}
     for number in signal.valid_signals():
         try:
-            signals[number] = signal.getsignal(number)
+            handlers[number] = signal.getsignal(number)
         except (OSError, ValueError):
             pass
+    return handlers
+
+
+def settings():
+    """The process-wide settings a program can change, as values that compare equal when unchanged:
+    taken in the server, compared after each reused run (signal handlers apart: by identity)."""
+    import csv
+    import decimal
+    import warnings
     mask = os.umask(0)
     os.umask(mask)
     return {
-        "modules": dict(sys.modules), "builtins": dict(builtins.__dict__), "signals": signals,
         "sigmask": signal.pthread_sigmask(signal.SIG_BLOCK, []), "umask": mask,
         "hooks": (sys.excepthook, sys.displayhook, sys.unraisablehook, sys.breakpointhook),
         "lists": (list(sys.meta_path), list(sys.path_hooks), list(warnings.filters)),
         "limits": (sys.getrecursionlimit(), sys.getswitchinterval(), sys.getdefaultencoding(), csv.field_size_limit(), tuple(csv.list_dialects()),
                    gc.isenabled(), gc.get_threshold(), gc.get_debug()),
-        "decimal": decimal.getcontext().copy(), "decimal_defaults": (repr(decimal.DefaultContext), repr(decimal.BasicContext), repr(decimal.ExtendedContext)),
+        "rlimits": rlimits(), "decimal_defaults": (repr(decimal.DefaultContext), repr(decimal.BasicContext), repr(decimal.ExtendedContext)),
+    }
+
+
+def process_state():
+    """The process-wide state a program can change and a later program would see (taken in the server)."""
+    import decimal
+    import random
+    import tempfile
+    return {
+        "modules": dict(sys.modules), "builtins": dict(builtins.__dict__), "signals": signal_handlers(), "settings": settings(),
+        "decimal": decimal.getcontext().copy(),
         "path_importer_cache": dict(sys.path_importer_cache), "dont_write_bytecode": sys.dont_write_bytecode,
         "tempdir": tempfile.tempdir, "random": random,
         # Callbacks the interpreter's start-up registered (site's .pth files): they run when the process ends.
-        "atexit": atexit._ncallbacks(), "rlimits": rlimits(),
+        "atexit": atexit._ncallbacks(),
         # Every module's namespace (its dict's version and a copy): a module global rebound by a run is found.
         "namespaces": {name: (module.__dict__, DICT_VERSION(module.__dict__), dict(module.__dict__)) for name, module in sys.modules.items()
                        if name not in ("__main__", "_tbrl_gate_server") and isinstance(getattr(module, "__dict__", None), dict)},
@@ -538,11 +551,9 @@ def reusable(ctl, allowed):
     a thread or atexit callback left, a module imported or replaced (but the verifier the runner imports,
     allowed, which is dropped), an fd left open, a signal handler or mask, the umask, a hook, the
     recursion limit, warnings filters, csv or gc settings, a builtin — and the process is not reused."""
-    import csv
     import decimal
     import tempfile
     import threading
-    import warnings
     state = SNAPSHOT
     main_thread = threading.main_thread()
     for thread in threading.enumerate():
@@ -564,19 +575,7 @@ def reusable(ctl, allowed):
     for number, handler in state["signals"].items():
         if signal.getsignal(number) is not handler:
             return False
-    if signal.pthread_sigmask(signal.SIG_BLOCK, []) != state["sigmask"]:
-        return False
-    mask = os.umask(0)
-    os.umask(mask)
-    if mask != state["umask"]:
-        return False
-    if (sys.excepthook, sys.displayhook, sys.unraisablehook, sys.breakpointhook) != state["hooks"] or sys.gettrace() is not None or sys.getprofile() is not None:
-        return False
-    if [list(sys.meta_path), list(sys.path_hooks), list(warnings.filters)] != [list(x) for x in state["lists"]]:
-        return False
-    limits = (sys.getrecursionlimit(), sys.getswitchinterval(), sys.getdefaultencoding(), csv.field_size_limit(), tuple(csv.list_dialects()),
-              gc.isenabled(), gc.get_threshold(), gc.get_debug())
-    if limits != state["limits"] or rlimits() != state["rlimits"] or (repr(decimal.DefaultContext), repr(decimal.BasicContext), repr(decimal.ExtendedContext)) != state["decimal_defaults"]:
+    if settings() != state["settings"] or sys.gettrace() is not None or sys.getprofile() is not None:
         return False
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
