@@ -3,7 +3,12 @@
 //           its oracle agent and docker environment, on the same tasks converted to Harbor format) vs
 //           eight separate `tbrl run` processes at a time.
 //   ray     64 oracle trials: local `tbrl eval --concurrency 8` vs the same on a local 2-worker Ray cluster
-//           (started for each Ray side, on TBRL_EVAL_RAY_BASE_PORT's ports; default 44000).
+//           (started for each Ray side, on TBRL_EVAL_RAY_BASE_PORT's ports; default 44000). Both sides get the
+//           same untimed 3 s lead-in before their timed job (the Ray side's after its cluster start and warm-up
+//           job), so neither times its job straight on the heels of the other's end (the cluster's stop, the
+//           last removals); each round prints the whole machine's busy CPU-s in the job and the rate in the
+//           lead-in (from /proc/stat: it counts the short-lived processes a per-process sampler misses).
+//           TBRL_BENCH_TRACE=1 prints each side's start and end with the time and the containers left.
 //   resume  time from `tbrl eval --resume` to the first new trial on a 1,000-trial job directory.
 // Run: npm run build && node --import tsx bench/eval.bench.ts [harbor] [ray] [resume] [--rounds N] [--no-harbor]
 //   --rounds N   harbor section: N rounds of `tbrl eval` / 8 × `tbrl run` / the warm-pool settings, order rotated each
@@ -184,6 +189,30 @@ async function harborSection(): Promise<void> {
   poolRow();
 }
 
+/**
+ * CPU seconds the whole machine has been busy (all processes and the kernel, from /proc/stat): it counts
+ * what a per-process sampler misses, the many short-lived processes of a trial (docker exec, runc, sh).
+ */
+function machineBusyCpu(): number {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = f;
+  return (user + nice + system + irq + softirq + steal) / 100;
+}
+
+/** Waits `ms` and returns the machine's busy CPU seconds in that time. */
+async function machineBusyOver(ms: number): Promise<number> {
+  const c0 = machineBusyCpu();
+  await new Promise((res) => setTimeout(res, ms));
+  return machineBusyCpu() - c0;
+}
+
+/** TBRL_BENCH_TRACE=1: each side's start and end on stderr with the time and the containers left, to line up with a CPU monitor. */
+function trace(what: string): void {
+  if (process.env.TBRL_BENCH_TRACE !== '1') return;
+  const containers = spawnSync('docker', ['ps', '-aq'], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).length;
+  console.error(`[trace ${new Date().toISOString().slice(11, 19)}] ${what}; ${containers} containers`);
+}
+
 async function raySection(): Promise<void> {
   const root = makeEvalTasks(['r1', 'r2', 'r3', 'r4'], join(scratch, 'ray-tasks'));
   const tasks = ['r1', 'r2', 'r3', 'r4'].map((t) => join(root, t));
@@ -202,9 +231,13 @@ async function raySection(): Promise<void> {
   const cpu: Record<'local' | 'ray' | 'rayDefaults', string[]> = { local: [], ray: [], rayDefaults: [] };
   const sides = {
     local: async (r: number) => {
+      // The same untimed 3 s lead-in the Ray side has before its job (its idle sample), so neither side
+      // starts its timed job straight on the other's heels.
+      const before = await machineBusyOver(3000);
       const c0 = reapedChildrenCpu();
+      const m0 = machineBusyCpu();
       const sec = await job(`job-local-${r}`);
-      cpu.local.push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}`);
+      cpu.local.push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}, machine ${(machineBusyCpu() - m0).toFixed(1)} (${(before / 3).toFixed(2)}/s before)`);
       return sec;
     },
     ray: (r: number) => raySide(r, 'ray'),
@@ -240,15 +273,19 @@ async function raySection(): Promise<void> {
         warm = `, warm-up job ${((Date.now() - t) / 1000).toFixed(1)} s`;
       }
       const idleWatch = cluster.watchCpu(1000);
-      await new Promise((res) => setTimeout(res, 3000));
+      const before = await machineBusyOver(3000);
       const idle = idleWatch.stop() / 3;
       const c0 = reapedChildrenCpu();
+      const m0 = machineBusyCpu();
       const watch = cluster.watchCpu();
       const sec = await job(`job-${side}-${r}`, ['--ray', cluster.dashboard]);
-      cpu[side].push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}, cluster ${watch.stop().toFixed(1)} (idle ${idle.toFixed(2)}/s${warm})`);
+      const machine = machineBusyCpu() - m0;
+      cpu[side].push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}, cluster ${watch.stop().toFixed(1)}, machine ${machine.toFixed(1)} (${(before / 3).toFixed(2)}/s before; cluster idle ${idle.toFixed(2)}/s${warm})`);
       return sec;
     } finally {
+      trace('ray job returned; stopping the cluster');
       await cluster.stop();
+      trace('cluster stopped');
     }
   };
   console.log(`ray section: load average ${loadavg()[0].toFixed(1)} at the start; ${rounds} round(s), sides alternated; ${coldCluster ? 'the job timed on the freshly started cluster (--cold-cluster)' : 'an untimed trivial job first on each fresh cluster'}`);
@@ -259,7 +296,9 @@ async function raySection(): Promise<void> {
     const line: string[] = [];
     for (const side of order) {
       const l0 = loadavg()[0];
+      trace(`${side} begins`);
       const sec = await sides[side](r);
+      trace(`${side} ends (${sec.toFixed(1)} s)`);
       times[side].push(sec);
       line.push(`${side} ${sec.toFixed(1)} s (load ${l0.toFixed(1)})`);
     }
