@@ -112,6 +112,24 @@ describe('tbrl synth with host gates', () => {
   });
 });
 
+describe('the reference pipeline the gates declare to the gate server', () => {
+  it('is byte for byte the ref_pipeline.py the solution writes, in every domain', async () => {
+    const { DOMAINS } = await import('../../src/core/synth/domains');
+    const { referencePipelineOf, SOLVER_PRELUDE } = await import('../../src/core/synth/solver-program');
+    const { execFileSync } = await import('node:child_process');
+    for (const domain of Object.keys(DOMAINS)) {
+      const t = synthesize({ domain, tier: 'unit', seed: 4 });
+      const declared = referencePipelineOf(t.steps);
+      assert.ok(declared, domain);
+      // The first step, up to the end of its here-document (the rest runs the pipeline on data).
+      const step = t.steps[0].script;
+      const app = join(scratch, `declared-${domain}`);
+      execFileSync('bash', ['-c', `${SOLVER_PRELUDE}\n${step.slice(0, step.indexOf('\nTBRL_PIPELINE\n') + '\nTBRL_PIPELINE\n'.length)}`], { env: { ...process.env, TBRL_APP: app } });
+      assert.equal(declared, readFileSync(join(app, 'ref_pipeline.py'), 'utf8'), domain);
+    }
+  });
+});
+
 describe('PPRS cannot be gamed (issue #20)', () => {
   it('the four correct outputs written by hand earn reward 0; an honest partial run earns λΦ > 0', async () => {
     const t = synthesize({ domain: 'data-eng', tier: 'unit', seed: 4 });
