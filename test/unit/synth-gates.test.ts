@@ -20,6 +20,9 @@ import { loadTask } from '../../src/core/tasks/load';
 import { staticCheckTask } from '../../src/core/tasks/static-checks';
 import { validateTask } from '../../src/core/tasks/validate';
 import { applyPprs } from '../../src/core/synth/progress';
+import { DOMAINS } from '../../src/core/synth/domains';
+import { referencePipelineOf, SOLVER_PRELUDE } from '../../src/core/synth/solver-program';
+import { execFileSync } from 'node:child_process';
 
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-synth-unit-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -113,10 +116,7 @@ describe('tbrl synth with host gates', () => {
 });
 
 describe('the reference pipeline the gates declare to the gate server', () => {
-  it('is byte for byte the ref_pipeline.py the solution writes, in every domain', async () => {
-    const { DOMAINS } = await import('../../src/core/synth/domains');
-    const { referencePipelineOf, SOLVER_PRELUDE } = await import('../../src/core/synth/solver-program');
-    const { execFileSync } = await import('node:child_process');
+  it('is byte for byte the ref_pipeline.py the solution writes, in every domain', () => {
     for (const domain of Object.keys(DOMAINS)) {
       const t = synthesize({ domain, tier: 'unit', seed: 4 });
       const declared = referencePipelineOf(t.steps);
