@@ -65,10 +65,12 @@ const PREVIOUS_PATH = PATHS[(values.baseline ?? 'previous') as keyof typeof PATH
 const BASELINE_CHECKOUT = values['baseline-checkout'];
 const domains = Object.keys(DOMAINS);
 /**
- * CPU time (ms) of this process and everything it started, finished children included: its own and
- * its children's utime + stime + cutime + cstime from /proc. The gate server and the spawner are its
- * children and reap every program they start, so a task's gates are all counted, whatever else runs
- * on the machine (ticks of 10 ms: compare sums over whole tasks).
+ * CPU time (ms) of this process and everything it started, finished children included: utime + stime
+ * + cutime + cstime from /proc of this process and of every live descendant (walked down the tree:
+ * the gate server's reused processes live across tasks and are reaped only when they end, so their
+ * CPU so far is counted where they are). The gate server and the spawner reap every program they
+ * start, so a task's gates are all counted, whatever else runs on the machine (ticks of 10 ms:
+ * compare sums over whole tasks).
  */
 function treeCpuMs(): number {
   const ticks = (pid: string): number => {
@@ -79,13 +81,18 @@ function treeCpuMs(): number {
       return 0;
     }
   };
-  let total = ticks(String(process.pid));
-  for (const task of readdirSync(`/proc/${process.pid}/task`)) {
-    let children = '';
-    try { children = readFileSync(`/proc/${process.pid}/task/${task}/children`, 'utf8'); } catch { /* gone */ }
-    for (const child of children.split(' ').filter(Boolean)) total += ticks(child);
-  }
-  return total * 10;
+  const walk = (pid: string): number => {
+    let total = ticks(pid);
+    let tasks: string[] = [];
+    try { tasks = readdirSync(`/proc/${pid}/task`); } catch { /* gone */ }
+    for (const task of tasks) {
+      let children = '';
+      try { children = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8'); } catch { /* gone */ }
+      for (const child of children.split(' ').filter(Boolean)) total += walk(child);
+    }
+    return total;
+  };
+  return walk(String(process.pid)) * 10;
 }
 /** The machine's idle time (ms, all cores) from /proc/stat: idle + iowait. */
 function machineIdleMs(): number {

@@ -20,6 +20,9 @@ import { loadTask } from '../../src/core/tasks/load';
 import { staticCheckTask } from '../../src/core/tasks/static-checks';
 import { validateTask } from '../../src/core/tasks/validate';
 import { applyPprs } from '../../src/core/synth/progress';
+import { DOMAINS } from '../../src/core/synth/domains';
+import { referencePipelineOf, SOLVER_PRELUDE } from '../../src/core/synth/solver-program';
+import { execFileSync } from 'node:child_process';
 
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-synth-unit-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -108,6 +111,21 @@ describe('tbrl synth with host gates', () => {
       assert.equal(task.format, format);
       assert.ok(readFileSync(join(task.tests.dir, 'progress.py'), 'utf8').includes('def follows_holdout'));
       assert.deepEqual(await staticCheckTask(task), [], 'the task passes tbrl validate\'s static checks');
+    }
+  });
+});
+
+describe('the reference pipeline the gates declare to the gate server', () => {
+  it('is byte for byte the ref_pipeline.py the solution writes, in every domain', () => {
+    for (const domain of Object.keys(DOMAINS)) {
+      const t = synthesize({ domain, tier: 'unit', seed: 4 });
+      const declared = referencePipelineOf(t.steps);
+      assert.ok(declared, domain);
+      // The first step, up to the end of its here-document (the rest runs the pipeline on data).
+      const step = t.steps[0].script;
+      const app = join(scratch, `declared-${domain}`);
+      execFileSync('bash', ['-c', `${SOLVER_PRELUDE}\n${step.slice(0, step.indexOf('\nTBRL_PIPELINE\n') + '\nTBRL_PIPELINE\n'.length)}`], { env: { ...process.env, TBRL_APP: app } });
+      assert.equal(declared, readFileSync(join(app, 'ref_pipeline.py'), 'utf8'), domain);
     }
   });
 });

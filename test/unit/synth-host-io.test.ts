@@ -371,4 +371,36 @@ describe('reused processes', () => {
     for (let i = 0; i < 3; i++) pids.add((await run(['report'], { TBRL_GATE_REUSE: '0'.repeat(64) })).stdout.split(' ')[0]);
     assert.equal(pids.size, 3);
   });
+
+  it('reuse a process for a script the gates declared, run through a bash entry point, and for no other', async () => {
+    const server = await sharedGatePython();
+    assert.ok(server.allowReuse, 'the server reuses processes');
+    const dir = join(scratch, 'declared');
+    mkdirSync(dir, { recursive: true });
+    // As pipeline.sh runs ref_pipeline.py: no variable can mark the request, only the script's bytes.
+    writeFileSync(join(dir, 'entry.sh'), '#!/bin/bash\nexec python3 "${0%/*}/prog.py" "$@"\n');
+    const source = `${report.replace('print(', 'if sys.argv[1] != "report":\n    exec(open(sys.argv[2]).read())\nprint(os.getpid(), ')}\n`;
+    const run = (args: string[]) => server.run!(['bash', join(dir, 'entry.sh'), ...args], { cwd: dir, env: { ...server.env, TMPDIR: dir } });
+    const pidsOf = async (n: number) => {
+      const pids = new Set<string>();
+      for (let i = 0; i < n; i++) pids.add((await run(['report'])).stdout.split(' ')[0]);
+      return pids;
+    };
+    writeFileSync(join(dir, 'prog.py'), source);
+    const fresh = await run(['report']);
+    assert.equal(fresh.code, 0, fresh.stderr);
+    assert.equal((await pidsOf(3)).size, 3, 'undeclared: a fresh process every run');
+    assert.equal(await server.allowReuse([source]), true);
+    assert.equal((await pidsOf(3)).size, 1, 'declared: one process for the runs of the same bytes');
+    const withoutPid = (out: string) => out.replace(/^\d+ /, '');
+    for (const [name, code] of Object.entries(misbehaviours)) {
+      writeFileSync(join(dir, 'bad.py'), code);
+      const bad = await run(['bad', join(dir, 'bad.py')]);
+      assert.equal(bad.code, name === 'exit' ? 5 : 0, `${name}: ${bad.stderr}`);
+      assert.equal(withoutPid((await run(['report'])).stdout), withoutPid(fresh.stdout), `after a run that changed ${name}`);
+    }
+    // Other bytes at the same path: not declared, a fresh process every run.
+    writeFileSync(join(dir, 'prog.py'), `${source}# changed\n`);
+    assert.equal((await pidsOf(3)).size, 3, 'changed bytes are not the declared script');
+  });
 });

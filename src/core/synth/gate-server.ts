@@ -45,6 +45,12 @@ export interface GatePython {
    * the server cannot share runs.
    */
   sharedRunsPath?: string;
+  /**
+   * Declares scripts the gates generated (the reference pipeline and its near-miss variants, by their
+   * bytes): a run of one of them may go to a reused process, as progress.py's does (`allow` in the
+   * server). Absent when the server reuses no process.
+   */
+  allowReuse?: (scripts: string[]) => Promise<boolean>;
   /** Variables for a pytest session: a server that has imported pytest (started on first use); absent when this one has. */
   pytestEnv?: () => Promise<Record<string, string>>;
   close(): Promise<void>;
@@ -445,13 +451,38 @@ def run_on(fds, cwd, argv, env, template=None, fast=True, plan=None, path0=None)
 REUSE_VARIABLE = b"TBRL_GATE_REUSE"
 # Runs per process at most, and idle processes kept at most (least recently used killed first).
 REUSE_RUNS = 16
-REUSE_IDLE = 4
+REUSE_IDLE = 8
+# Scripts the gates generated themselves and vouch for (sha256 hex of their bytes, an "allow" request):
+# the reference pipeline and its near-miss variants, run through the task's own entry point (bash
+# pipeline.sh execs python3 ref_pipeline.py), so no variable can mark the request. A request running
+# one of these scripts may go to a reused process as if it carried TBRL_GATE_REUSE (most recent kept).
+GENERATED = collections.OrderedDict()
+GENERATED_SIZE = 256
 CHANNEL_FD = 512
 # Server side: {pid: {"key", "ctl" (socket to the process), "watch" (pidfd)}}; idle ones, oldest first.
 WORKERS = {}
 IDLE = collections.OrderedDict()
 # What a fresh process starts with, compared after every run in a reused process (process_state()).
 SNAPSHOT = {}
+
+
+def generated_script(cwd, argv, precompiled):
+    """The sha256 (hex) of the request's script when the gates declared it one of theirs, else None."""
+    if not GENERATED or argv[1] in ("-c", "-m"):
+        return None
+    entry = precompiled.get(os.path.normpath(os.path.join(cwd, argv[1])))
+    if entry is None:
+        return None
+    digest = hashlib.sha256(entry[0]).hexdigest().encode()
+    return digest if digest in GENERATED else None
+
+
+def allow_scripts(digests):
+    for digest in digests:
+        GENERATED[os.fsencode(digest)] = True
+        GENERATED.move_to_end(os.fsencode(digest))
+    while len(GENERATED) > GENERATED_SIZE:
+        GENERATED.popitem(last=False)
 
 
 def reuse_key(declared, cwd, argv, precompiled):
@@ -885,6 +916,13 @@ def serve(listener):
                     conn.close()
                     continue
                 plan = None
+                if mode == b"allow":
+                    # The gates declare scripts they generated (argv: their sha256s); nothing runs.
+                    for fd in fds:
+                        os.close(fd)
+                    allow_scripts(argv)
+                    answer(conn, 0)
+                    continue
                 if mode == b"bash":
                     # The bash stand-in: a run kept for the same key is written into the output
                     # directory; when the run cannot be shared, the stand-in execs bash itself.
@@ -915,6 +953,8 @@ def serve(listener):
                     continue
                 declared = env.pop(REUSE_VARIABLE, None)
                 precompiled = precompile(cwd, argv)
+                if declared is None:
+                    declared = generated_script(cwd, argv, precompiled)
                 reuse = reuse_key(declared, cwd, argv, precompiled)
                 if reuse is not None:
                     idle = next((pid for pid in reversed(IDLE) if IDLE[pid] == reuse), None)
@@ -1367,6 +1407,7 @@ export async function startGatePython(python = 'python3', options: { previous?: 
     verifierRunner,
     run: spawner?.run,
     handedOver: spawner?.handedOver,
+    allowReuse: spawner && !withPytest ? (scripts) => spawner.allow(scripts.map((text) => createHash('sha256').update(text).digest('hex')), socket) : undefined,
     pytestEnv: withPytest ? undefined : async () => {
       const server = await (pytestServer ??= startGatePython(python, { pytest: true }));
       // No pytest server (it did not come up): this one runs the session, importing pytest itself.

@@ -15,7 +15,7 @@ import { checkNoSharedCode, type ShareFinding } from './noshare';
 import { applyPatches, buildProbes, type Probe, type ProbeKind } from './probes';
 import type { FileMap } from './types';
 import { BUILD_DB_SCRIPT, dimBBuilt, dimBSource, elfBytes, parseDimBRows, parseWorld, safetensorsBytes } from './render';
-import { SOLVER_PRELUDE } from './solver-program';
+import { referencePipelineOf, SOLVER_PRELUDE } from './solver-program';
 import type { RunProcess } from './spawner';
 import { VERIFIER_RUNNER_PY } from './verifier-runner';
 import { gradeInTypeScript, PROMISE_TREES, SYNC_TREES, type SqliteDigestCache, type TreeOps } from './ts-grader';
@@ -460,6 +460,9 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
         await trees(host).remove(root);
       }
     };
+    // The reference pipeline and its near-miss variants are the generator's own scripts, like
+    // progress.py: their runs (through the task's pipeline.sh) may go to reused processes too.
+    if (host.reuse && server?.allowReuse) await server.allowReuse(generatedPipelines(t.steps, list));
     if (!warm) {
       await reference();
       for (const [index, probe] of list.entries()) await runProbe(probe, index);
@@ -501,6 +504,27 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
     await scratch.dispose();
   }
   return { task: t.id, passed: gates.every((g) => g.passed), gates, referencePhi, probes, durationMs: Date.now() - started, verifierRuns, ...(options.compareVerifiers ? { verifierComparisons: comparisons } : {}) };
+}
+
+/**
+ * The Python scripts the gates' pipeline runs execute that the generator wrote: the reference
+ * pipeline (solver-program.ts) and each near miss's patched copy of it. Neither rebinds a module
+ * global nor changes a module's objects in place (only the stdlib's caches: re, _strptime, struct),
+ * which is what a reused process relies on (gate-server.ts `reusable`).
+ */
+function generatedPipelines(steps: SynthesizedTask['steps'], probes: Probe[]): string[] {
+  const pipeline = referencePipelineOf(steps);
+  if (pipeline === undefined) return [];
+  const variants: string[] = [];
+  for (const probe of probes) {
+    if (!probe.patches) continue;
+    try {
+      variants.push(applyPatches(pipeline, probe.patches));
+    } catch {
+      // The probe itself fails loudly on a missing line (applyProbe).
+    }
+  }
+  return [pipeline, ...variants];
 }
 
 /** The binary built from its text source (SQLite or safetensors) holds exactly the rows the source declares. */

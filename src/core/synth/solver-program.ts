@@ -166,6 +166,25 @@ if __name__ == "__main__":
 
 export interface SolverStep { name: string; script: string }
 
+const PIPELINE_OPEN = `cat > "$APP/ref_pipeline.py" <<'TBRL_PIPELINE'`;
+const PIPELINE_CLOSE = 'TBRL_PIPELINE';
+
+/**
+ * The bytes of ref_pipeline.py as the steps write it (the here-document of the first step), or
+ * undefined when no step writes one. The gates declare this script (and its near-miss variants) to
+ * the gate server as their own, so its runs may go to reused processes (gates.ts).
+ */
+export function referencePipelineOf(steps: SolverStep[]): string | undefined {
+  for (const step of steps) {
+    const open = step.script.indexOf(`${PIPELINE_OPEN}\n`);
+    if (open < 0) continue;
+    const body = step.script.slice(open + PIPELINE_OPEN.length + 1);
+    const close = body.indexOf(`\n${PIPELINE_CLOSE}\n`);
+    if (close >= 0) return body.slice(0, close + 1);
+  }
+  return undefined;
+}
+
 /**
  * The entry point the instruction asks for, running the reference pipeline up to `stage`. It finds
  * ref_pipeline.py beside itself with bash alone (the graders run it ~80 times per task at the gates,
@@ -195,7 +214,7 @@ export function entryScript(stage: string): string {
  */
 export function solverSteps(configJson: string): SolverStep[] {
   return [
-    { name: 'clean', script: [`mkdir -p "$APP/out"`, `cat > "$APP/ref_pipeline.py" <<'TBRL_PIPELINE'`, solverPipeline(configJson).replace(/\n$/, ''), 'TBRL_PIPELINE', entryScript('clean')].join('\n') },
+    { name: 'clean', script: [`mkdir -p "$APP/out"`, PIPELINE_OPEN, solverPipeline(configJson).replace(/\n$/, ''), PIPELINE_CLOSE, entryScript('clean')].join('\n') },
     { name: 'enriched', script: entryScript('enriched') },
     { name: 'report', script: entryScript('report') },
     { name: 'summary', script: entryScript('summary') },

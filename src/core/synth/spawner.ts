@@ -164,7 +164,7 @@ def start(request, selector, deadlines):
     # discard: both on /dev/null (stdio 'ignore').
     pairs = [] if request.get("discard") else [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(2)]
     conn = None
-    mode = client_mode(request)
+    mode = "allow" if request.get("allow") else client_mode(request)
     if mode is not None:
         # What Popen gives the client: /dev/null opened read-write for each fd it does not pipe.
         null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
@@ -178,6 +178,10 @@ def start(request, selector, deadlines):
         live.request = request
         live.pairs = pairs
         selector.register(conn, selectors.EVENT_READ, ("status", live, None))
+    elif mode == "allow":
+        # A declaration for the server (GatePython.allowReuse), not a program: nothing to start.
+        answer({"id": ident, "code": None, "stdout": "", "stderr": "", "error": "the gate server cannot be reached"})
+        return
     else:
         try:
             child = popen(request, pairs)
@@ -211,7 +215,7 @@ def server_status(live, selector):
         return
     drop(live, selector)
     code = struct.unpack("=i", live.status)[0] if len(live.status) == 4 else None
-    if code in NOTHING_RAN:
+    if code in NOTHING_RAN and not live.request.get("allow"):
         # Nothing ran (nothing is kept for a connection closed before its report): the client runs
         # after all, on the same fds; it asks again, then runs the program as it would have.
         try:
@@ -245,7 +249,7 @@ def finish(live):
                    "stderr": base64.b64encode(b"".join(live.chunks[1])).decode("ascii")}
         if live.error:
             message["error"] = live.error
-        if live.child is None:
+        if live.child is None and not live.request.get("allow"):
             message["server"] = True
         answer(message)
 
@@ -303,6 +307,11 @@ if __name__ == "__main__":
 
 export interface Spawner {
   run: RunProcess;
+  /**
+   * Declares scripts (their sha256s, hex) to the gate server at `socket` as ones the gates generated
+   * (gate-server.ts `allow`); resolves true once the server has them.
+   */
+  allow(digests: string[], socket: string): Promise<boolean>;
   close(): void;
   /** How many runs so far were handed to the gate server without starting its client (tests, benchmarks). */
   handedOver(): number;
@@ -355,21 +364,28 @@ export function startSpawner(python: string, fallback: RunProcess, clients?: Ser
   child.unref();
   (child.stdin as unknown as { unref?: () => void }).unref?.();
   (child.stdout as unknown as { unref?: () => void }).unref?.();
-  const run: RunProcess = (argv, options = {}) => {
-    if (!child) return fallback(argv, options);
-    const id = ++next;
-    const request = { id, argv, cwd: options.cwd ?? process.cwd(), env: { ...process.env, ...options.env }, timeout: (options.timeoutMs ?? 120_000) / 1000, ...(options.discardOutput ? { discard: true } : {}), ...(clients && options.direct !== false ? { direct: true } : {}) };
-    return new Promise<Proc>((resolve) => {
-      pending.set(id, { resolve });
+  const send = (request: Record<string, unknown> & { id: number }): Promise<Proc> =>
+    new Promise<Proc>((resolve) => {
+      pending.set(request.id, { resolve });
       // A pending run keeps Node alive as Node's own spawn would.
       if (pending.size === 1) (child?.stdout as unknown as { ref?: () => void } | undefined)?.ref?.();
       child!.stdin!.write(JSON.stringify(request) + '\n');
     }).finally(() => {
       if (pending.size === 0) (child?.stdout as unknown as { unref?: () => void } | undefined)?.unref?.();
     });
+  const run: RunProcess = (argv, options = {}) => {
+    if (!child) return fallback(argv, options);
+    return send({ id: ++next, argv, cwd: options.cwd ?? process.cwd(), env: { ...process.env, ...options.env }, timeout: (options.timeoutMs ?? 120_000) / 1000, ...(options.discardOutput ? { discard: true } : {}), ...(clients && options.direct !== false ? { direct: true } : {}) });
+  };
+  const allow = async (digests: string[], socket: string): Promise<boolean> => {
+    if (!child || digests.length === 0) return false;
+    // The request travels as a client's would (mode "allow", argv the digests, fds 0-2 on /dev/null).
+    const r = await send({ id: ++next, allow: true, argv: digests, cwd: '/', env: { TBRL_PYZYGOTE: socket }, timeout: 10, discard: true });
+    return r.code === 0;
   };
   return {
     run,
+    allow,
     handedOver: () => handedOver,
     close: () => {
       child?.stdin?.end();
