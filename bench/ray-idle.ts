@@ -3,8 +3,8 @@
  * in CPU per second, per process kind: `node --import tsx bench/ray-idle.ts [--idle 60] [--settle 15]`.
  * Uses TBRL_EVAL_RAY_BASE_PORT (default 46000). Run under `flock /work/bench.lock`.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { startLocalRayCluster } from '../test/helpers/ray-cluster';
+import { readFileSync } from 'node:fs';
+import { processStats, startLocalRayCluster } from '../test/helpers/ray-cluster';
 
 const arg = (name: string, dflt: number): number => {
   const i = process.argv.indexOf(`--${name}`);
@@ -13,17 +13,7 @@ const arg = (name: string, dflt: number): number => {
 
 /** utime+stime of every process under the starters (each tagged with its node), by pid. */
 function snapshot(roots: Array<{ name: string; pid: number }>): Map<number, { kind: string; cpu: number }> {
-  const stats = new Map<number, { ppid: number; cpu: number }>();
-  for (const p of readdirSync('/proc')) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      stats.set(Number(p), { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / 100 });
-    } catch {
-      /* gone */
-    }
-  }
+  const stats = processStats();
   const out = new Map<number, { kind: string; cpu: number }>();
   for (const root of roots) {
     const stack = [root.pid];

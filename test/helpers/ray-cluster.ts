@@ -3,6 +3,23 @@ import { mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { get } from 'node:http';
 
+/** Every process on the machine now: its parent and its utime + stime in seconds (clock ticks, 100 a second), by pid. */
+export function processStats(): Map<number, { ppid: number; cpu: number }> {
+  const stats = new Map<number, { ppid: number; cpu: number }>();
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      stats.set(Number(p), { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / 100 });
+    } catch {
+      /* ended meanwhile */
+    }
+  }
+  return stats;
+}
+
+
 /**
  * A real local multi-node Ray cluster for the eval tests and benchmark: a head and worker nodes
  * started with `ray start --block` on this machine, each on its own ports (from `basePort`, 100 ports
@@ -196,17 +213,7 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
   };
   /** utime + stime of each of the cluster's processes now: the starters' trees and what runs from its temp dir. */
   const cpuByPid = (): Map<number, number> => {
-    const stats = new Map<number, { ppid: number; cpu: number }>();
-    for (const p of readdirSync('/proc')) {
-      if (!/^\d+$/.test(p)) continue;
-      try {
-        const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        stats.set(Number(p), { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / 100 }); // clock ticks, 100 a second
-      } catch {
-        /* ended meanwhile */
-      }
-    }
+    const stats = processStats();
     const children = new Map<number, number[]>();
     for (const [pid, x] of stats) children.set(x.ppid, [...(children.get(x.ppid) ?? []), pid]);
     const mine = new Map<number, number>();
