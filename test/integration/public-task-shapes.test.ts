@@ -159,17 +159,47 @@ test('an entrypoint that exits still leaves a working shell, with a note naming 
   }
 });
 
+// Verbatim the shape of most original TB1 tasks: the two scripts come from the harness.
+const TB1_HARNESS_RUN_TESTS = '#!/bin/bash\nsource $TEST_DIR/setup-uv-pytest.sh\nbash $TEST_DIR/run-uv-pytest.sh\n';
+const TB1_ANSWER_TEST = 'def test_answer():\n    assert open("/app/answer.txt").read().strip() == "42"\n';
+
 test('a Terminal-Bench run-tests.sh that sources the harness\'s setup-uv-pytest.sh scores on the stand-in, offline or not', async () => {
-  const dir = task('tb1-harness-scripts', {
-    Dockerfile: 'FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app\n',
+  for (const offline of [false, true]) {
+    const dir = task(`tb1-harness-scripts${offline ? '-offline' : ''}`, {
+      ...(offline ? { 'task.yaml': `${TASK_YAML('Write 42 to /app/answer.txt.')}allow_internet: false\n` } : {}),
+      Dockerfile: 'FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nWORKDIR /app\n',
+      'solution.sh': '#!/bin/bash\necho 42 > /app/answer.txt\n',
+      'run-tests.sh': TB1_HARNESS_RUN_TESTS,
+      'tests/test_outputs.py': TB1_ANSWER_TEST,
+    });
+    const r = await oracleRun(dir);
+    assert.equal(r.header.sandbox?.substitutedFrom, 'ghcr.io/laude-institute/t-bench/python-3-13:20250620');
+    assert.deepEqual(r.footer.outcome, { class: 'passed' }, `offline=${offline}: ${JSON.stringify(r.footer.outcome)} ${JSON.stringify(r.footer.reward?.testError)}`);
+  }
+});
+
+test('a package index that accepts connections and never answers costs the harness scripts a bounded wait, not the verifier\'s timeout', async () => {
+  // A blackholed or stalled index (a firewall that drops packets, a cold proxy) is what an offline CI
+  // machine or GPU cluster often has. Left alone, uv retries for 4 x 30 s, past this task's 60 s.
+  const dir = task('tb1-harness-stalled-index', {
+    Dockerfile: [
+      'FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620',
+      'COPY stall.py /usr/local/bin/stall.py',
+      'ENV UV_DEFAULT_INDEX=http://127.0.0.1:3141/simple',
+      'ENTRYPOINT ["/bin/sh", "-c", "python3 /usr/local/bin/stall.py & exec \\"$@\\"", "--"]',
+      'CMD ["bash"]',
+      'WORKDIR /app',
+      '',
+    ].join('\n'),
+    'stall.py': 'import socket, time\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(("127.0.0.1", 3141))\ns.listen(64)\nheld = []\nwhile True:\n    held.append(s.accept()[0])\n',
     'solution.sh': '#!/bin/bash\necho 42 > /app/answer.txt\n',
-    // Verbatim the shape of most original TB1 tasks: the two scripts come from the harness.
-    'run-tests.sh': '#!/bin/bash\nsource $TEST_DIR/setup-uv-pytest.sh\nbash $TEST_DIR/run-uv-pytest.sh\n',
-    'tests/test_outputs.py': 'def test_answer():\n    assert open("/app/answer.txt").read().strip() == "42"\n',
+    'run-tests.sh': TB1_HARNESS_RUN_TESTS,
+    'tests/test_outputs.py': TB1_ANSWER_TEST,
   });
+  const started = Date.now();
   const r = await oracleRun(dir);
-  assert.equal(r.header.sandbox?.substitutedFrom, 'ghcr.io/laude-institute/t-bench/python-3-13:20250620');
-  assert.deepEqual(r.footer.outcome, { class: 'passed' }, JSON.stringify(r.footer.reward?.testError));
+  assert.deepEqual(r.footer.outcome, { class: 'passed' }, `${JSON.stringify(r.footer.outcome)} ${JSON.stringify(r.footer.reward?.testError)}`);
+  assert.ok(Date.now() - started < 58_000, `took ${Date.now() - started} ms`);
 });
 
 test('DepGPO credits a chmod the verifier checks with access(), traced end to end', async () => {
