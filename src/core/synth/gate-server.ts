@@ -99,6 +99,7 @@ import select
 import selectors
 import signal
 import socket
+import _signal
 import stat
 import struct
 import sys
@@ -449,8 +450,10 @@ def run_on(fds, cwd, argv, env, template=None, fast=True, plan=None, path0=None)
 # (reusable()): the variable is removed first, so the program sees the environment it would see
 # without it.
 REUSE_VARIABLE = b"TBRL_GATE_REUSE"
-# Runs per process at most, and idle processes kept at most (least recently used killed first).
-REUSE_RUNS = 16
+# Runs per process at most, and idle processes kept at most (least recently used killed first). Any idle
+# process takes any declared script (one that last ran the same script first): 64 runs and one pool, where
+# 16 runs and a pool per script forked ~21 processes a task (each near-miss variant its own), now ~4.
+REUSE_RUNS = 64
 REUSE_IDLE = 8
 # Scripts the gates generated themselves and vouch for (sha256 hex of their bytes, an "allow" request):
 # the reference pipeline and its near-miss variants, run through the task's own entry point (bash
@@ -508,8 +511,14 @@ def dict_versions():
         return None
     try:
         import ctypes
+        # A view of the field per dict address, made once (from_address per read cost ~0.1 ms a call of
+        # reusable(): one read per module); a view reads whatever dict lives at its address.
+        views = {}
         def version(namespace):
-            return ctypes.c_uint64.from_address(id(namespace) + 24).value
+            view = views.get(id(namespace))
+            if view is None:
+                view = views[id(namespace)] = ctypes.c_uint64.from_address(id(namespace) + 24)
+            return view.value
         probe = {}
         before = version(probe)
         probe["x"] = 1
@@ -524,10 +533,12 @@ DICT_VERSION = dict_versions()
 
 
 def signal_handlers():
+    """Every signal's handler as _signal.getsignal gives it (signal.getsignal's enum conversion cost
+    ~0.1 ms a call of reusable(); the raw value is the same object, or the same small int, each time)."""
     handlers = {}
     for number in signal.valid_signals():
         try:
-            handlers[number] = signal.getsignal(number)
+            handlers[int(number)] = _signal.getsignal(number)
         except (OSError, ValueError):
             pass
     return handlers
@@ -570,9 +581,14 @@ def process_state():
     }
 
 
+RLIMITS = []
+
+
 def rlimits():
     import resource
-    return [resource.getrlimit(getattr(resource, name)) for name in sorted(dir(resource)) if name.startswith("RLIMIT_")]
+    if not RLIMITS:
+        RLIMITS.extend(getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_"))
+    return [resource.getrlimit(limit) for limit in RLIMITS]
 
 
 def reusable(ctl, allowed):
@@ -603,8 +619,9 @@ def reusable(ctl, allowed):
     for name, value in state["builtins"].items():
         if builtins.__dict__.get(name) is not value:
             return False
+    getsignal = _signal.getsignal
     for number, handler in state["signals"].items():
-        if signal.getsignal(number) is not handler:
+        if getsignal(number) is not handler:
             return False
     if settings() != state["settings"] or sys.gettrace() is not None or sys.getprofile() is not None:
         return False
@@ -656,13 +673,22 @@ def receive_request(ctl):
         if not chunk:
             return None
         body += chunk
-    cwd, argv, env = marshal.loads(bytes(body))
+    cwd, argv, env, compiled = marshal.loads(bytes(body))
+    # Code the server compiled after this process was forked: its cache gets it as the server's has it.
+    for data, code in compiled:
+        CODE_CACHE[data] = code
+        CODE_CACHE.move_to_end(data)
+        if len(CODE_CACHE) > CODE_CACHE_SIZE:
+            CODE_CACHE.popitem(last=False)
     return list(fds), cwd, argv, env
 
 
-def give_request(ctl, fds, cwd, argv, env):
-    """Hands a request to an idle reused process; False if it is gone."""
-    body = marshal.dumps((cwd, argv, env))
+def give_request(ctl, fds, cwd, argv, env, compiled=()):
+    """Hands a request to an idle reused process; False if it is gone. compiled: (source bytes, code) pairs
+    its copy of the code cache lacks (marshal writes a code object as a .pyc holds it: loading it back
+    costs a tenth of compiling the source again, which the process did for every script the server
+    compiled after its fork — ~17 compiles a task once processes ran more than one script)."""
+    body = marshal.dumps((cwd, argv, env, list(compiled)))
     try:
         ctl.settimeout(1)
         ctl.sendmsg([struct.pack("=I", len(body))], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
@@ -957,11 +983,20 @@ def serve(listener):
                     declared = generated_script(cwd, argv, precompiled)
                 reuse = reuse_key(declared, cwd, argv, precompiled)
                 if reuse is not None:
+                    # One that last ran the same script first (its pages are warm for it), else any: every
+                    # declared script is the gates' own, and reusable() checked the process after each run
+                    # whatever ran there, so which script ran before does not matter.
                     idle = next((pid for pid in reversed(IDLE) if IDLE[pid] == reuse), None)
+                    if idle is None and IDLE:
+                        idle = next(reversed(IDLE))
                     if idle is not None:
                         del IDLE[idle]
                         worker = WORKERS[idle]
-                        if give_request(worker["ctl"], fds, cwd, argv, env):
+                        worker["key"] = reuse
+                        known = worker["known"]
+                        missing = [entry for entry in precompiled.values() if entry[0] not in known]
+                        if give_request(worker["ctl"], fds, cwd, argv, env, missing):
+                            known.update(entry[0] for entry in missing)
                             for fd in fds:
                                 os.close(fd)
                             live[idle] = (conn, worker["watch"])
@@ -998,7 +1033,8 @@ def serve(listener):
                 watch = os.pidfd_open(child)
                 if reuse is not None:
                     ctl_child.close()
-                    WORKERS[child] = {"key": reuse, "ctl": ctl, "watch": watch}
+                    # known: the sources whose code its cache holds (the server's cache when it forked).
+                    WORKERS[child] = {"key": reuse, "ctl": ctl, "watch": watch, "known": set(CODE_CACHE)}
                     selector.register(ctl, selectors.EVENT_READ, ("done", child))
                 live[child] = (conn, watch)
                 selector.register(watch, selectors.EVENT_READ, ("exited", child))
