@@ -303,20 +303,27 @@ def precompile(cwd, argv):
             continue
         if data[:4] == importlib.util.MAGIC_NUMBER:
             continue
-        code = CODE_CACHE.get(data)
-        if code is None:
-            try:
-                code = compile(data, path, "exec", dont_inherit=True)
-            except Exception:
-                # The program's own compile raises it, with its own traceback.
-                continue
-            CODE_CACHE[data] = code
-            if len(CODE_CACHE) > CODE_CACHE_SIZE:
-                CODE_CACHE.popitem(last=False)
-        else:
-            CODE_CACHE.move_to_end(data)
-        found[path] = (data, code)
+        code = code_of(data, path)
+        if code is not None:
+            found[path] = (data, code)
     return found
+
+
+def code_of(data, path, code=None):
+    """compile(data, path, "exec") from the cache (code: given by the server, put there first); None if
+    it does not compile (the program's own compile raises it, with its own traceback)."""
+    if code is None:
+        code = CODE_CACHE.get(data)
+    if code is None:
+        try:
+            code = compile(data, path, "exec", dont_inherit=True)
+        except Exception:
+            return None
+    CODE_CACHE[data] = code
+    CODE_CACHE.move_to_end(data)
+    if len(CODE_CACHE) > CODE_CACHE_SIZE:
+        CODE_CACHE.popitem(last=False)
+    return code
 
 
 def cached_code(path, filename=None):
@@ -703,20 +710,22 @@ def receive_request(ctl):
             return None
         body += chunk
     cwd, argv, env, compiled = marshal.loads(bytes(body))
-    # Code the server compiled after this process was forked: its cache gets it as the server's has it.
-    for data, code in compiled:
-        CODE_CACHE[data] = code
-        CODE_CACHE.move_to_end(data)
-        if len(CODE_CACHE) > CODE_CACHE_SIZE:
-            CODE_CACHE.popitem(last=False)
-    return list(fds), cwd, argv, env
+    # The server's precompile() of this request (as a forked process gets it): the sources it read, with
+    # the code when this process's cache may lack it (compiled after its fork).
+    found = {}
+    for path, data, code in compiled:
+        code = code_of(data, path, code)
+        if code is not None:
+            found[path] = (data, code)
+    return list(fds), cwd, argv, env, found
 
 
 def give_request(ctl, fds, cwd, argv, env, compiled=()):
-    """Hands a request to an idle reused process; False if it is gone. compiled: (source bytes, code) pairs
-    its copy of the code cache lacks (marshal writes a code object as a .pyc holds it: loading it back
-    costs a tenth of compiling the source again, which the process did for every script the server
-    compiled after its fork — ~17 compiles a task once processes ran more than one script)."""
+    """Hands a request to an idle reused process; False if it is gone. compiled: the request's precompile()
+    as (path, source bytes, code or None) — the code only where the process's copy of the code cache lacks
+    it (marshal writes a code object as a .pyc holds it: loading it back costs a tenth of compiling the
+    source again, which the process did for every script the server compiled after its fork, ~17 compiles
+    a task once processes ran more than one script); the sources spare it reading the files again."""
     body = marshal.dumps((cwd, argv, env, list(compiled)))
     try:
         ctl.settimeout(1)
@@ -769,8 +778,7 @@ def reused_process(ctl, fds, cwd, argv, env, template, plan, path0, allowed):
         request = receive_request(channel)
         if request is None:
             os._exit(0)
-        fds, cwd, argv, env = request
-        PRECOMPILED = precompile(cwd, argv)
+        fds, cwd, argv, env, PRECOMPILED = request
         allowed = {path for path in PRECOMPILED if path != os.path.normpath(os.path.join(cwd, argv[1]))}
         template = path0 = None
         # The environment's differences only (what the server works out for a fork): the process's
@@ -1027,9 +1035,9 @@ def serve(listener):
                         worker = WORKERS[idle]
                         worker["key"] = reuse
                         known = worker["known"]
-                        missing = [entry for entry in precompiled.values() if entry[0] not in known]
-                        if give_request(worker["ctl"], fds, cwd, argv, env, missing):
-                            known.update(entry[0] for entry in missing)
+                        compiled = [(path, data, None if data in known else code) for path, (data, code) in precompiled.items()]
+                        if give_request(worker["ctl"], fds, cwd, argv, env, compiled):
+                            known.update(data for _, data, _ in compiled)
                             for fd in fds:
                                 os.close(fd)
                             live[idle] = (conn, worker["watch"])
