@@ -318,12 +318,13 @@ describe('shared pipeline runs', () => {
 describe('reused processes', () => {
   // (A reused process holds its channel to the server above fd 511, close-on-exec.)
   // What a fresh process would show: a module global, threads, a signal handler, the umask, fds, the
-  // decimal context, csv's limit, tempfile's directory, an imported module, the environment and cwd.
+  // decimal context, csv's limit, tempfile's directory, an imported module, the environment (the C
+  // library's too: what a child process inherits) and cwd.
   const report = [
     'import csv, decimal, json, os, signal, sys, tempfile, threading',
     'print(getattr(json, "planted", None), threading.active_count(), signal.getsignal(signal.SIGUSR1), os.umask(0o022),',
     '      sorted(int(fd) for fd in os.listdir("/proc/self/fd") if int(fd) < 256), decimal.getcontext().prec, csv.field_size_limit(), tempfile.gettempdir(),',
-    '      "colorsys" in sys.modules, os.environ.get("PLANTED"), os.getcwd(), sys.argv[1:], sys.dont_write_bytecode)',
+    '      "colorsys" in sys.modules, os.environ.get("PLANTED"), __import__("subprocess").run(["sh", "-c", "echo $PLANTED_C"], capture_output=True, text=True).stdout.strip(), os.getcwd(), sys.argv[1:], sys.dont_write_bytecode)',
   ].join('\n');
   const misbehaviours: Record<string, string> = {
     global: 'json.planted = 1',
@@ -336,6 +337,8 @@ describe('reused processes', () => {
     tempdir: 'tempfile.tempdir = "/nowhere"',
     module: 'import colorsys',
     environ: 'os.environ["PLANTED"] = "1"',
+    // Only the C library's environment: the next run's is set by its differences from os.environ.
+    'c-environ': 'os.putenv("PLANTED_C", "1")',
     bytecode: 'sys.dont_write_bytecode = True',
     exit: 'os._exit(5)',
   };

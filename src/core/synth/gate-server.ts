@@ -99,6 +99,7 @@ import select
 import selectors
 import signal
 import socket
+import _signal
 import stat
 import struct
 import sys
@@ -302,20 +303,27 @@ def precompile(cwd, argv):
             continue
         if data[:4] == importlib.util.MAGIC_NUMBER:
             continue
-        code = CODE_CACHE.get(data)
-        if code is None:
-            try:
-                code = compile(data, path, "exec", dont_inherit=True)
-            except Exception:
-                # The program's own compile raises it, with its own traceback.
-                continue
-            CODE_CACHE[data] = code
-            if len(CODE_CACHE) > CODE_CACHE_SIZE:
-                CODE_CACHE.popitem(last=False)
-        else:
-            CODE_CACHE.move_to_end(data)
-        found[path] = (data, code)
+        code = code_of(data, path)
+        if code is not None:
+            found[path] = (data, code)
     return found
+
+
+def code_of(data, path, code=None):
+    """compile(data, path, "exec") from the cache (code: given by the server, put there first); None if
+    it does not compile (the program's own compile raises it, with its own traceback)."""
+    if code is None:
+        code = CODE_CACHE.get(data)
+    if code is None:
+        try:
+            code = compile(data, path, "exec", dont_inherit=True)
+        except Exception:
+            return None
+    CODE_CACHE[data] = code
+    CODE_CACHE.move_to_end(data)
+    if len(CODE_CACHE) > CODE_CACHE_SIZE:
+        CODE_CACHE.popitem(last=False)
+    return code
 
 
 def cached_code(path, filename=None):
@@ -449,8 +457,10 @@ def run_on(fds, cwd, argv, env, template=None, fast=True, plan=None, path0=None)
 # (reusable()): the variable is removed first, so the program sees the environment it would see
 # without it.
 REUSE_VARIABLE = b"TBRL_GATE_REUSE"
-# Runs per process at most, and idle processes kept at most (least recently used killed first).
-REUSE_RUNS = 16
+# Runs per process at most, and idle processes kept at most (least recently used killed first). Any idle
+# process takes any declared script (one that last ran the same script first): 64 runs and one pool, where
+# 16 runs and a pool per script forked ~21 processes a task (each near-miss variant its own), now ~4.
+REUSE_RUNS = 64
 REUSE_IDLE = 8
 # Scripts the gates generated themselves and vouch for (sha256 hex of their bytes, an "allow" request):
 # the reference pipeline and its near-miss variants, run through the task's own entry point (bash
@@ -523,11 +533,43 @@ def dict_versions():
 DICT_VERSION = dict_versions()
 
 
+def c_environ_reader():
+    """A function giving the C library's environment (environ: "NAME=value" entries, in order), or None."""
+    try:
+        import ctypes
+        pointer = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
+    except Exception:
+        return None
+
+    def read():
+        entries = []
+        index = 0
+        while True:
+            entry = pointer[index]
+            if entry is None:
+                return entries
+            entries.append(entry)
+            index += 1
+    return read
+
+
+C_ENVIRON = c_environ_reader()
+
+
+def DICT_VIEW(namespace):
+    """The version field of a dict as a ctypes view (reads it with .value while the dict lives; the
+    snapshot keeps every namespace it views alive)."""
+    import ctypes
+    return ctypes.c_uint64.from_address(id(namespace) + 24) if DICT_VERSION is not None else None
+
+
 def signal_handlers():
+    """Every signal's handler as _signal.getsignal gives it (signal.getsignal's enum conversion cost
+    ~0.1 ms a call of reusable(); the raw value is the same object, or the same small int, each time)."""
     handlers = {}
     for number in signal.valid_signals():
         try:
-            handlers[number] = signal.getsignal(number)
+            handlers[int(number)] = _signal.getsignal(number)
         except (OSError, ValueError):
             pass
     return handlers
@@ -564,15 +606,22 @@ def process_state():
         # Callbacks the interpreter's start-up registered (site's .pth files): they run when the process ends.
         "atexit": atexit._ncallbacks(),
         # Every module's namespace (its dict's version and a copy): a module global rebound by a run is found.
-        "namespaces": {name: (module.__dict__, DICT_VERSION(module.__dict__), dict(module.__dict__)) for name, module in sys.modules.items()
+        # (With a view of each version field, read once per check: made per read, it was a third of the check.)
+        "namespaces": {name: (module.__dict__, DICT_VERSION(module.__dict__), dict(module.__dict__), DICT_VIEW(module.__dict__))
+                       for name, module in sys.modules.items()
                        if name not in ("__main__", "_tbrl_gate_server") and isinstance(getattr(module, "__dict__", None), dict)},
         "name_sequence": tempfile._name_sequence,
     }
 
 
+RLIMITS = []
+
+
 def rlimits():
     import resource
-    return [resource.getrlimit(getattr(resource, name)) for name in sorted(dir(resource)) if name.startswith("RLIMIT_")]
+    if not RLIMITS:
+        RLIMITS.extend(getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_"))
+    return [resource.getrlimit(limit) for limit in RLIMITS]
 
 
 def reusable(ctl, allowed):
@@ -598,13 +647,13 @@ def reusable(ctl, allowed):
             if name in modules or getattr(module, "__file__", None) not in allowed:
                 return False
             del sys.modules[name]
-    if len(sys.modules) != len(modules) or builtins.__dict__ != state["builtins"]:
+    # (The builtins are a module namespace like the others: a name added, removed or rebound there is
+    # found by the namespace check below.)
+    if len(sys.modules) != len(modules):
         return False
-    for name, value in state["builtins"].items():
-        if builtins.__dict__.get(name) is not value:
-            return False
+    getsignal = _signal.getsignal
     for number, handler in state["signals"].items():
-        if signal.getsignal(number) is not handler:
+        if getsignal(number) is not handler:
             return False
     if settings() != state["settings"] or sys.gettrace() is not None or sys.getprofile() is not None:
         return False
@@ -616,6 +665,10 @@ def reusable(ctl, allowed):
             except OSError:
                 continue  # listdir's own, closed by now
             return False
+    # The C environment must be os.environ's, entry for entry and in order (os.putenv, os.unsetenv or a C
+    # library's setenv change it alone): the next run's environment is set by its differences from it.
+    if C_ENVIRON is not None and C_ENVIRON() != [key + b"=" + value for key, value in os.environb._data.items()]:
+        return False
     decimal.setcontext(state["decimal"].copy())
     sys.dont_write_bytecode = state["dont_write_bytecode"]
     sys.path_importer_cache.clear()
@@ -623,13 +676,13 @@ def reusable(ctl, allowed):
     tempfile.tempdir = state["tempdir"]
     tempfile._name_sequence = state["name_sequence"]
     namespaces = state["namespaces"]
-    for name, (namespace, version, copy) in list(namespaces.items()):
-        if DICT_VERSION(namespace) == version:
-            continue
+    changed = [name for name, (_, version, _, view) in namespaces.items() if view.value != version]
+    for name in changed:
+        namespace, _, copy, view = namespaces[name]
         skip = RESET_BY_SERVER.get(name, ())
         if namespace.keys() != copy.keys() or any(namespace[key] is not value for key, value in copy.items() if key not in skip):
             return False
-        namespaces[name] = (namespace, DICT_VERSION(namespace), copy)
+        namespaces[name] = (namespace, view.value, copy, view)
     # A fresh process reseeds after the fork; and what the run left unreachable is never collected
     # (a fresh process ends in os._exit, so no finalizer of a leftover cycle runs there either).
     state["random"].seed()
@@ -656,13 +709,24 @@ def receive_request(ctl):
         if not chunk:
             return None
         body += chunk
-    cwd, argv, env = marshal.loads(bytes(body))
-    return list(fds), cwd, argv, env
+    cwd, argv, env, compiled = marshal.loads(bytes(body))
+    # The server's precompile() of this request (as a forked process gets it): the sources it read, with
+    # the code when this process's cache may lack it (compiled after its fork).
+    found = {}
+    for path, data, code in compiled:
+        code = code_of(data, path, code)
+        if code is not None:
+            found[path] = (data, code)
+    return list(fds), cwd, argv, env, found
 
 
-def give_request(ctl, fds, cwd, argv, env):
-    """Hands a request to an idle reused process; False if it is gone."""
-    body = marshal.dumps((cwd, argv, env))
+def give_request(ctl, fds, cwd, argv, env, compiled=()):
+    """Hands a request to an idle reused process; False if it is gone. compiled: the request's precompile()
+    as (path, source bytes, code or None) — the code only where the process's copy of the code cache lacks
+    it (marshal writes a code object as a .pyc holds it: loading it back costs a tenth of compiling the
+    source again, which the process did for every script the server compiled after its fork, ~17 compiles
+    a task once processes ran more than one script); the sources spare it reading the files again."""
+    body = marshal.dumps((cwd, argv, env, list(compiled)))
     try:
         ctl.settimeout(1)
         ctl.sendmsg([struct.pack("=I", len(body))], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
@@ -686,9 +750,9 @@ def reused_process(ctl, fds, cwd, argv, env, template, plan, path0, allowed):
     # A fresh process is the server after the fork: the fork's own handlers rebind a few globals
     # (threading's locks), so those namespaces are compared with what they hold now.
     namespaces = SNAPSHOT["namespaces"]
-    for name, (namespace, version, _) in list(namespaces.items()):
-        if DICT_VERSION(namespace) != version:
-            namespaces[name] = (namespace, DICT_VERSION(namespace), dict(namespace))
+    for name, (namespace, version, _, view) in list(namespaces.items()):
+        if view.value != version:
+            namespaces[name] = (namespace, view.value, dict(namespace), view)
     runs = 0
     while True:
         for target, fd in enumerate(fds):
@@ -714,10 +778,13 @@ def reused_process(ctl, fds, cwd, argv, env, template, plan, path0, allowed):
         request = receive_request(channel)
         if request is None:
             os._exit(0)
-        fds, cwd, argv, env = request
-        PRECOMPILED = precompile(cwd, argv)
+        fds, cwd, argv, env, PRECOMPILED = request
         allowed = {path for path in PRECOMPILED if path != os.path.normpath(os.path.join(cwd, argv[1]))}
-        template = plan = path0 = None
+        template = path0 = None
+        # The environment's differences only (what the server works out for a fork): the process's
+        # environment is exactly os.environ here, C level included (reusable checked), so this gives the
+        # variables, values and order that replacing every variable gives (that cost ~0.5 ms a run).
+        plan = environ_plan(env) if C_ENVIRON is not None else None
 
 
 def read_all(fd, size):
@@ -957,11 +1024,20 @@ def serve(listener):
                     declared = generated_script(cwd, argv, precompiled)
                 reuse = reuse_key(declared, cwd, argv, precompiled)
                 if reuse is not None:
+                    # One that last ran the same script first (its pages are warm for it), else any: every
+                    # declared script is the gates' own, and reusable() checked the process after each run
+                    # whatever ran there, so which script ran before does not matter.
                     idle = next((pid for pid in reversed(IDLE) if IDLE[pid] == reuse), None)
+                    if idle is None and IDLE:
+                        idle = next(reversed(IDLE))
                     if idle is not None:
                         del IDLE[idle]
                         worker = WORKERS[idle]
-                        if give_request(worker["ctl"], fds, cwd, argv, env):
+                        worker["key"] = reuse
+                        known = worker["known"]
+                        compiled = [(path, data, None if data in known else code) for path, (data, code) in precompiled.items()]
+                        if give_request(worker["ctl"], fds, cwd, argv, env, compiled):
+                            known.update(data for _, data, _ in compiled)
                             for fd in fds:
                                 os.close(fd)
                             live[idle] = (conn, worker["watch"])
@@ -998,7 +1074,8 @@ def serve(listener):
                 watch = os.pidfd_open(child)
                 if reuse is not None:
                     ctl_child.close()
-                    WORKERS[child] = {"key": reuse, "ctl": ctl, "watch": watch}
+                    # known: the sources whose code its cache holds (the server's cache when it forked).
+                    WORKERS[child] = {"key": reuse, "ctl": ctl, "watch": watch, "known": set(CODE_CACHE)}
                     selector.register(ctl, selectors.EVENT_READ, ("done", child))
                 live[child] = (conn, watch)
                 selector.register(watch, selectors.EVENT_READ, ("exited", child))
