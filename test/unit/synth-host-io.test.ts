@@ -27,7 +27,7 @@ import { cp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { closeGatePythons, sharedGatePython } from '../../src/core/synth/gates';
-import { copyTree, memoryScratchBase, removeTree, runProcess } from '../../src/core/synth/host';
+import { copyTree, memoryScratchBase, removeTree, runProcess, treeImage, writeTreeImage } from '../../src/core/synth/host';
 import { startSpawner } from '../../src/core/synth/spawner';
 
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-host-io-test-'));
@@ -149,6 +149,29 @@ describe('copyTree', () => {
     execFileSync('mkfifo', [join(src, 'app', 'fifo')]);
     const errorOf = (p: Promise<void>) => p.then(() => 'copied', (e: NodeJS.ErrnoException) => e.code ?? String(e));
     assert.equal(await errorOf(copyTree(src, join(scratch, 'fifo-tree'))), await errorOf(cp(src, join(scratch, 'fifo-cp'), { recursive: true, verbatimSymlinks: true })));
+  });
+
+  it('a tree image writes what copyTree wrote when the image was read, whatever the umask', async () => {
+    const src = join(scratch, 'tree');
+    const image = treeImage(src);
+    assert.equal(image, undefined, 'a FIFO in the tree (previous test) is left to copyTree / fs.cp');
+    rmSync(join(src, 'app', 'fifo'));
+    const viaTree = join(scratch, 'image-via-tree');
+    await copyTree(src, viaTree);
+    const snapshot = treeImage(src);
+    assert.ok(snapshot);
+    // Changing the source after the image is read does not change what the image writes.
+    writeFileSync(join(src, 'app', 'data', 'later.csv'), 'x\n');
+    const old = process.umask(0o077);
+    try {
+      await writeTreeImage(snapshot, join(scratch, 'image-a'));
+    } finally {
+      process.umask(old);
+    }
+    await writeTreeImage(snapshot, join(scratch, 'image-b'));
+    assert.deepEqual(listing(join(scratch, 'image-a')), listing(viaTree));
+    assert.deepEqual(listing(join(scratch, 'image-b')), listing(viaTree));
+    rmSync(join(src, 'app', 'data', 'later.csv'));
   });
 
   it('removeTree removes what fs.rm removes, never a symlink\'s target', async () => {

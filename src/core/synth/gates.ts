@@ -12,7 +12,7 @@ import type { SynthesizedTask } from './generate';
 import { startGatePython, type GatePython } from './gate-server';
 import { memoryScratchBase, runProcess, writeFiles } from './host';
 import { checkNoSharedCode, type ShareFinding } from './noshare';
-import { applyPatches, buildProbes, type Probe, type ProbeKind } from './probes';
+import { applyPatches, buildProbes, RERUN_ENTRY, type Probe, type ProbeKind } from './probes';
 import type { FileMap } from './types';
 import { BUILD_DB_SCRIPT, dimBBuilt, dimBSource, elfBytes, parseDimBRows, parseWorld, safetensorsBytes } from './render';
 import { referencePipelineOf, SOLVER_PRELUDE } from './solver-program';
@@ -302,7 +302,19 @@ async function applyProbe(app: string, probe: Probe, host: HostRun): Promise<voi
     const pipeline = join(app, 'ref_pipeline.py');
     writeFileSync(pipeline, applyPatches(readFileSync(pipeline, 'utf8'), probe.patches));
   }
-  if (probe.after) await runStep(app, probe.after, host);
+  if (probe.after === RERUN_ENTRY && host.run) await rerunEntryPoint(app, host);
+  else if (probe.after) await runStep(app, probe.after, host);
+}
+
+/**
+ * RERUN_ENTRY without the `bash -c` around it: that bash only set APP (= TBRL_APP) and exec'd
+ * `bash "$APP/pipeline.sh" "$APP/data" "$APP/out"` (bash 5.2 execs a -c string's last command), so
+ * the entry point's bash gets the same argv, cwd and variables (TBRL_APP included) — only SHLVL,
+ * which bash counts, is one lower. One bash start-up fewer per near miss and re-run (~15 a task).
+ */
+async function rerunEntryPoint(app: string, host: HostRun): Promise<void> {
+  const r = await run(host)(['bash', `${app}/pipeline.sh`, `${app}/data`, `${app}/out`], { env: { ...host.env, TBRL_APP: app } });
+  if (r.code !== 0) throw new Error(`reference step failed (exit ${r.code}): ${r.stderr.slice(-600)}`);
 }
 
 export function staticGates(t: SynthesizedTask): GateResult[] {
@@ -402,14 +414,19 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
   // probes that start from it (prepare is deterministic: the same files and SQLite database every
   // time). If building it fails, everything prepares its own workspace and fails as before.
   let pristineRoot: string | undefined;
+  // Both trees are read once and written from memory for each copy (TreeOps.snapshot): nothing
+  // changes either once it is built (every probe, and the reference, work on copies).
+  let copyPristine: ((dst: string) => Promise<void>) | undefined;
+  let copyReference: ((dst: string) => Promise<void>) | undefined;
   try {
     if (warm) {
       pristineRoot = join(scratch.dir, 'pristine');
       await prepare(t, pristineRoot, host).catch(() => { pristineRoot = undefined; });
+      if (pristineRoot) copyPristine = trees(host).snapshot?.(pristineRoot);
     }
     const fresh = async (root: string): Promise<string> => {
       if (!pristineRoot) return prepare(t, root, host);
-      await trees(host).copy(pristineRoot, root);
+      await (copyPristine ? copyPristine(root) : trees(host).copy(pristineRoot, root));
       return join(root, 'app');
     };
     // Reference solution, step by step.
@@ -432,6 +449,7 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
         gates.push({ name: 'reference-phi-1', passed: Math.abs(final - 1) < 1e-9, detail: `Φ(s_T) = ${final}` });
         const verdict = await verify('reference', root, app);
         referenceRoot = root;
+        if (warm) copyReference = trees(host).snapshot?.(root);
         gates.push({ name: 'reference-passes', passed: verdict.passed, detail: verdict.passed ? 'strict verifier passes the reference' : verdict.log.slice(-1200) });
       } catch (err) {
         gates.push({ name: 'reference-runs', passed: false, detail: errorMessage(err) });
@@ -447,7 +465,7 @@ export async function runGates(t: SynthesizedTask, options: GateOptions = {}): P
         let app: string;
         if (probe.reference) {
           if (!referenceRoot) throw new Error('the reference solution did not run, so this probe has no workspace to start from');
-          await trees(host).copy(referenceRoot, root);
+          await (copyReference ? copyReference(root) : trees(host).copy(referenceRoot, root));
           app = join(root, 'app');
         } else app = await fresh(root);
         await applyProbe(app, probe, host);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { accessSync, chmodSync, constants, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, copyFileSync, existsSync, fchmodSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -110,6 +110,65 @@ export async function copyTree(src: string, dst: string): Promise<void> {
   // Directory modes last, deepest first (fs.cp sets each after copying into it).
   for (const e of entries.filter((x) => x.kind === 'dir').reverse()) chmodSync(join(dst, e.rel), e.mode & 0o7777);
   chmodSync(dst, rootMode & 0o7777);
+}
+
+/** A directory tree held in memory (treeImage): every entry with its mode, a file's bytes, a link's target. */
+export interface TreeImage { source: string; rootMode: number; entries: { rel: string; kind: 'dir' | 'file' | 'link'; mode: number; data?: Buffer; target?: string }[] }
+
+/**
+ * Reads a tree once so that copies of it can be written without reading it again (issue #20: the
+ * gates copy the untouched workspace ~16 times a task and the finished reference ~15 times, each
+ * copyTree a readdir walk plus open/fstat/open/fchmod/sendfile/close per file). Only for a tree
+ * that nothing changes while its copies are made; undefined for anything copyTree leaves to fs.cp
+ * (a FIFO, a socket, a device).
+ */
+export function treeImage(src: string): TreeImage | undefined {
+  const entries: TreeImage['entries'] = [];
+  const walk = (rel: string): boolean => {
+    for (const e of readdirSync(join(src, rel), { withFileTypes: true })) {
+      const sub = rel ? join(rel, e.name) : e.name;
+      const path = join(src, sub);
+      if (e.isDirectory()) {
+        entries.push({ rel: sub, kind: 'dir', mode: lstatSync(path).mode });
+        if (!walk(sub)) return false;
+      } else if (e.isFile()) entries.push({ rel: sub, kind: 'file', mode: lstatSync(path).mode, data: readFileSync(path) });
+      else if (e.isSymbolicLink()) entries.push({ rel: sub, kind: 'link', mode: 0, target: readlinkSync(path) });
+      else return false;
+    }
+    return true;
+  };
+  try {
+    const rootMode = lstatSync(src).mode;
+    return walk('') ? { source: src, rootMode, entries } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Writes the tree copyTree(image.source, dst) would have written when the image was read: the same
+ * entries, bytes and modes (each file's set with fchmod, whatever the umask, as copyFile does),
+ * symlinks verbatim, directory modes last and deepest first. A target that exists goes to copyTree
+ * (fs.cp merges).
+ */
+export async function writeTreeImage(image: TreeImage, dst: string): Promise<void> {
+  if (existsSync(dst)) return copyTree(image.source, dst);
+  mkdirSync(dst, { recursive: true });
+  for (const e of image.entries) {
+    const path = join(dst, e.rel);
+    if (e.kind === 'dir') mkdirSync(path);
+    else if (e.kind === 'file') {
+      const fd = openSync(path, 'wx', 0o600);
+      try {
+        writeFileSync(fd, e.data!);
+        fchmodSync(fd, e.mode & 0o7777);
+      } finally {
+        closeSync(fd);
+      }
+    } else symlinkSync(e.target!, path);
+  }
+  for (const e of image.entries.filter((x) => x.kind === 'dir').reverse()) chmodSync(join(dst, e.rel), e.mode & 0o7777);
+  chmodSync(dst, image.rootMode & 0o7777);
 }
 
 /**

@@ -36,7 +36,9 @@ export interface ProbeContext {
 
 const ENTRY = 'pipeline.sh';
 const script = (body: string) => `#!/bin/bash\nset -e\n${body}\n`;
-const rerunEntry = 'bash "$APP/pipeline.sh" "$APP/data" "$APP/out"';
+/** The `after` step that re-runs the workspace's entry point on its own data and output directory. */
+export const RERUN_ENTRY = 'bash "$APP/pipeline.sh" "$APP/data" "$APP/out"';
+const rerunEntry = RERUN_ENTRY;
 
 /**
  * A pipeline that ignores its input and copies answers saved next to it. The probes' pipelines find

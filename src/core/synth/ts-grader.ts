@@ -7,7 +7,7 @@ import { potential } from './contract';
 import { basename } from './expected';
 import type { DataDigest, SynthesizedTask } from './generate';
 import { PIPELINE_ENTRY } from './generate';
-import { copyTree, fastScratchDir, removeTree, runProcess, scratchDir } from './host';
+import { copyTree, fastScratchDir, removeTree, runProcess, scratchDir, treeImage, writeTreeImage } from './host';
 import type { RunProcess } from './spawner';
 import { indexPath } from './render';
 
@@ -212,12 +212,25 @@ export interface TreeOps {
   copy: (src: string, dst: string) => Promise<void>;
   remove: (path: string) => Promise<void>;
   scratch: (prefix: string, base?: string) => Promise<{ dir: string; dispose: () => Promise<void> }>;
+  /**
+   * Reads a tree that will not change and gives a copier of it: each call writes the tree `copy`
+   * would have written at the time of reading (host.ts treeImage); undefined: use `copy`.
+   */
+  snapshot?: (src: string) => ((dst: string) => Promise<void>) | undefined;
 }
 
 /** fs.cp / fs.rm (the previous path). */
 export const PROMISE_TREES: TreeOps = { copy: (src, dst) => cp(src, dst, { recursive: true, verbatimSymlinks: true }), remove: (path) => rm(path, { recursive: true, force: true }), scratch: scratchDir };
-/** host.ts copyTree / removeTree: the same trees, one synchronous call per entry. */
-export const SYNC_TREES: TreeOps = { copy: copyTree, remove: removeTree, scratch: fastScratchDir };
+/** host.ts copyTree / removeTree: the same trees, one synchronous call per entry; snapshots held in memory. */
+export const SYNC_TREES: TreeOps = {
+  copy: copyTree,
+  remove: removeTree,
+  scratch: fastScratchDir,
+  snapshot: (src) => {
+    const image = treeImage(src);
+    return image && ((dst) => writeTreeImage(image, dst));
+  },
+};
 
 type ProgressSpec = { inputs: DataDigest; expected_holdout: Record<Role, unknown>; pipeline: { expected_report: Table } };
 // progress.json parsed once per task (~30 gradings each), again only if the task's text changed.
