@@ -13,6 +13,9 @@
 # - TBRL_RAY_START_PATIENCE_S: how long a node waits to register with the GCS. Ray's own wait is a 30 s
 #   constant inside ray/_private/node.py, which a shared two-core machine under load misses; this makes each
 #   of Ray's `services.get_node` asks retry until that many seconds have passed. Unset: Ray's own wait.
+# - TBRL_RAY_LIGHT_SETUP_WORKER=1 (from scripts/ray-local.env): the node's raylet starts runtime-env workers
+#   through scripts/ray_light_setup_worker.py instead of Ray's setup_worker.py, which imports all of Ray
+#   before the worker imports it again (that file says why and what it keeps).
 import os
 import sys
 import time
@@ -48,6 +51,21 @@ if patience > 0:
                 time.sleep(0.5)
 
     services.get_node = patient_get_node
+
+if os.environ.get("TBRL_RAY_LIGHT_SETUP_WORKER") == "1":
+    import ray._private.parameter as parameter
+
+    light = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ray_light_setup_worker.py")
+    # What the light script hands anything but a Python worker on Linux to.
+    os.environ["TBRL_RAY_SETUP_WORKER_FALLBACK"] = os.path.join(os.path.dirname(os.path.abspath(ray_constants.__file__)), "workers", ray_constants.SETUP_WORKER_FILENAME)
+    make_params = parameter.RayParams.__init__
+
+    def params_with_light_setup_worker(self, *args, **kwargs):
+        make_params(self, *args, **kwargs)
+        if self.setup_worker_path is None:
+            self.setup_worker_path = light
+
+    parameter.RayParams.__init__ = params_with_light_setup_worker
 
 from ray.scripts.scripts import main  # noqa: E402  (after the patches: it imports services' users)
 
