@@ -67,8 +67,9 @@ export function localRaySettings(env: NodeJS.ProcessEnv = process.env, file = LO
 
 /**
  * `ray start` through the local clusters' launcher (scripts/ray-start.py, which scripts/ray.sh uses too):
- * the dashboard modules of scripts/ray-local.env, and more patience: a node gets 30 s to register with
- * the GCS (a constant inside ray/_private/node.py), which a shared two-core machine under load misses;
+ * what of scripts/ray-local.env `ray start` has no option for (the dashboard's modules, the light setup
+ * script for runtime-env workers), and more patience: a node gets 30 s to register with the GCS (a
+ * constant inside ray/_private/node.py), which a shared two-core machine under load misses;
  * TBRL_RAY_START_PATIENCE_S makes each of Ray's asks wait up to 4 minutes instead.
  */
 const RAY_START = resolve(__dirname, '..', '..', 'scripts', 'ray-start.py');
