@@ -19,6 +19,9 @@
 //                first (the method before 2026-12-03 09:00; the Jobs API's first-use set-up then lands in the job).
 //   --ray-defaults  ray section: a third side each round, the cluster on Ray's own defaults (TBRL_RAY_QUIET=0: without
 //                scripts/ray-local.env's settings), order rotated each round; its ratio to local printed beside.
+//   --ray-b-env K=V,K=V  ray section: the same third side, but its cluster started with these variables over
+//                scripts/ray-local.env's (an empty value clears one: `TBRL_RAY_DASHBOARD_MODULES=` = all modules),
+//                to A/B one setting of the file in one run.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -41,8 +44,14 @@ const flag = (name: string): string | undefined => {
 const rounds = Number(flag('--rounds') ?? 2);
 const noHarbor = process.argv.includes('--no-harbor');
 const coldCluster = process.argv.includes('--cold-cluster');
-const rayDefaults = process.argv.includes('--ray-defaults');
-const only = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--rounds');
+const rayBEnv = flag('--ray-b-env');
+const rayDefaults = process.argv.includes('--ray-defaults') || rayBEnv !== undefined;
+/** The third side's variables: Ray's defaults, or --ray-b-env's KEY=VALUE list. */
+const thirdEnv: Record<string, string> = rayBEnv === undefined
+  ? { TBRL_RAY_QUIET: '0' }
+  : Object.fromEntries(rayBEnv.split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const thirdName = rayBEnv === undefined ? "Ray's defaults (TBRL_RAY_QUIET=0)" : `the cluster with ${rayBEnv}`;
+const only = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--rounds' && all[i - 1] !== '--ray-b-env');
 const want = (s: string): boolean => only.length === 0 || only.includes(s);
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-eval-bench-'));
 
@@ -245,11 +254,13 @@ async function raySection(): Promise<void> {
     rayDefaults: (r: number) => raySide(r, 'rayDefaults'),
   };
   const raySide = async (r: number, side: 'ray' | 'rayDefaults'): Promise<number> => {
-    const saved = process.env.TBRL_RAY_QUIET;
-    if (side === 'rayDefaults') process.env.TBRL_RAY_QUIET = '0';
+    const saved = Object.fromEntries(Object.keys(thirdEnv).map((k) => [k, process.env[k]]));
+    if (side === 'rayDefaults') Object.assign(process.env, thirdEnv);
     const cluster = await startLocalRayCluster({ workers: 2, dockerSlots: 4 }).finally(() => {
-      if (saved === undefined) delete process.env.TBRL_RAY_QUIET;
-      else process.env.TBRL_RAY_QUIET = saved;
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
     });
     try {
       // The cluster's rate when idle, measured before the job (untimed). It is at its idle rate from
@@ -302,14 +313,14 @@ async function raySection(): Promise<void> {
       times[side].push(sec);
       line.push(`${side} ${sec.toFixed(1)} s (load ${l0.toFixed(1)})`);
     }
-    const defaults = rayDefaults ? `; Ray's defaults / local ${(times.rayDefaults[r] / times.local[r]).toFixed(2)}x (CPU-s ${cpu.rayDefaults[r]})` : '';
+    const defaults = rayDefaults ? `; ${thirdName} / local ${(times.rayDefaults[r] / times.local[r]).toFixed(2)}x (CPU-s ${cpu.rayDefaults[r]})` : '';
     console.log(`round ${r + 1}: ${line.join(', ')}; ray / local ${(times.ray[r] / times.local[r]).toFixed(2)}x; CPU-s local ${cpu.local[r]}, ray ${cpu.ray[r]}${defaults}`);
   }
   const onRay = median(times.ray);
   const local = median(times.local);
   const pairs = times.ray.map((x, i) => x / times.local[i]);
   console.log(`ray / local per round: ${pairs.map((x) => `${x.toFixed(2)}x`).join(', ')}; load average ${loadavg()[0].toFixed(1)} at the end`);
-  if (rayDefaults) console.log(`Ray's defaults (TBRL_RAY_QUIET=0) / local per round: ${times.rayDefaults.map((x, i) => `${(x / times.local[i]).toFixed(2)}x`).join(', ')}; median ${median(times.rayDefaults).toFixed(1)} s; scripts/ray-local.env's settings / Ray's defaults per round: ${times.ray.map((x, i) => `${(x / times.rayDefaults[i]).toFixed(2)}x`).join(', ')}`);
+  if (rayDefaults) console.log(`${thirdName} / local per round: ${times.rayDefaults.map((x, i) => `${(x / times.local[i]).toFixed(2)}x`).join(', ')}; median ${median(times.rayDefaults).toFixed(1)} s; scripts/ray-local.env's settings / ${thirdName} per round: ${times.ray.map((x, i) => `${(x / times.rayDefaults[i]).toFixed(2)}x`).join(', ')}`);
   console.log('\n| 64 oracle trials, concurrency 8 | measured | baseline | ratio |\n|---|---|---|---|');
   console.log(`| 2-worker local Ray cluster (median of ${rounds}) | ${onRay.toFixed(1)} s | local \`tbrl eval\` ${local.toFixed(1)} s | **${(onRay / local).toFixed(2)}x** overhead (target ≤ 1.15x; rounds ${pairs.map((x) => `${x.toFixed(2)}x`).join(', ')}); ${(((onRay - local) / 64) * 1000).toFixed(0)} ms per trial |`);
 }

@@ -124,7 +124,9 @@ case "${1:-}" in
     fi
     problem="$(check_ports)" || die "$problem: another Ray or program holds it. Stop that program, or give this head other ports: TBRL_RAY_PORT_BASE=<port> scripts/ray.sh start (it uses that port and the 39 above it)."
     mkdir -p "$TMP_DIR"
-    TBRL_RAY_HEAD="$TMP_DIR" "$RAY" start --head --node-ip-address 127.0.0.1 --port "$GCS_PORT" \
+    # `ray start` through the local clusters' launcher (the test helper's cluster uses it too): it gives the
+    # dashboard the modules of scripts/ray-local.env (TBRL_RAY_DASHBOARD_MODULES), which `ray start` cannot.
+    TBRL_RAY_HEAD="$TMP_DIR" "$PY" scripts/ray-start.py start --head --node-ip-address 127.0.0.1 --port "$GCS_PORT" \
       --dashboard-host 127.0.0.1 --dashboard-port "$DASH_PORT" \
       --ray-client-server-port "$CLIENT_PORT" \
       --dashboard-agent-listen-port "$AGENT_PORT" --dashboard-agent-grpc-port "$AGENT_GRPC_PORT" \

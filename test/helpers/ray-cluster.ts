@@ -66,28 +66,13 @@ export function localRaySettings(env: NodeJS.ProcessEnv = process.env, file = LO
 }
 
 /**
- * `ray start`, with more patience: a node gets 30 s to register with the GCS (a constant inside
- * ray/_private/node.py), which a shared two-core machine under load misses. Ray's own wait loop asks
- * `services.get_node` until it answers; this makes each ask wait up to 4 minutes instead.
+ * `ray start` through the local clusters' launcher (scripts/ray-start.py, which scripts/ray.sh uses too):
+ * what of scripts/ray-local.env `ray start` has no option for (the dashboard's modules, the light setup
+ * script for runtime-env workers), and more patience: a node gets 30 s to register with the GCS (a
+ * constant inside ray/_private/node.py), which a shared two-core machine under load misses;
+ * TBRL_RAY_START_PATIENCE_S makes each of Ray's asks wait up to 4 minutes instead.
  */
-const PATIENT_RAY_START = [
-  'import sys, time',
-  'import ray._private.services as services',
-  'ask = services.get_node',
-  'def patient_get_node(*a, **k):',
-  '    end = time.monotonic() + 240',
-  '    while True:',
-  '        try:',
-  '            return ask(*a, **k)',
-  '        except RuntimeError:',
-  '            if time.monotonic() > end:',
-  '                raise',
-  '            time.sleep(0.5)',
-  'services.get_node = patient_get_node',
-  'from ray.scripts.scripts import main',
-  "sys.argv[0] = 'ray'",
-  'sys.exit(main())',
-].join('\n');
+const RAY_START = resolve(__dirname, '..', '..', 'scripts', 'ray-start.py');
 
 function descendants(pid: number): number[] {
   const out: number[] = [];
@@ -111,7 +96,7 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
   mkdirSync(temp, { recursive: true });
   // A HOME of its own: a token file in ~/.ray (another cluster's) would otherwise switch this one to token auth.
   mkdirSync(join(temp, 'home'), { recursive: true });
-  const env = { ...process.env, ...localRaySettings(), HOME: join(temp, 'home'), PATH: `${VENV}/bin:${process.env.PATH}` };
+  const env = { TBRL_RAY_START_PATIENCE_S: '240', ...process.env, ...localRaySettings(), HOME: join(temp, 'home'), PATH: `${VENV}/bin:${process.env.PATH}` };
   const nodes: LocalRayCluster['nodes'] = [];
   const common = ['--node-ip-address', '127.0.0.1', '--num-gpus', '0', '--object-store-memory', '100000000', '--disable-usage-stats', '--block'];
   // base..base+2 head services; 6 fixed ports per node from base+10; worker-process ports: head 20, each worker 25 (base+30..base+99).
@@ -122,7 +107,7 @@ export async function startLocalRayCluster(options: { basePort?: number; workers
   };
   const start = (name: string, args: string[]): ChildProcess => {
     const log = openSync(join(temp, `${name}.start.log`), 'w');
-    const starter = spawn(join(VENV, 'bin', 'python'), ['-c', PATIENT_RAY_START, 'start', ...args, ...common], { env, stdio: ['ignore', log, log], detached: false });
+    const starter = spawn(join(VENV, 'bin', 'python'), [RAY_START, 'start', ...args, ...common], { env, stdio: ['ignore', log, log], detached: false });
     nodes.push({ name, starter });
     return starter;
   };

@@ -12,7 +12,7 @@ import { localRaySettings } from '../helpers/ray-cluster';
 const RAY_SH = join(__dirname, '..', '..', 'scripts', 'ray.sh');
 
 function shellSettings(env: Record<string, string>): Record<string, string> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(RAY_|REPORTER_|TBRL_RAY_QUIET)/.test(k)));
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(RAY_|REPORTER_|TBRL_RAY_QUIET|TBRL_RAY_DASHBOARD_MODULES)/.test(k)));
   const r = spawnSync(RAY_SH, ['env'], { encoding: 'utf8', env: { ...clean, ...env } });
   assert.equal(r.status, 0, r.stderr);
   return Object.fromEntries(r.stdout.trim().split('\n').filter(Boolean).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
