@@ -283,7 +283,11 @@ async function directVerifierFits(root: string, testFiles: FileMap): Promise<boo
 }
 
 async function runStep(app: string, script: string, host: HostRun): Promise<void> {
-  const r = await run(host)(['bash', '-c', `${SOLVER_PRELUDE}\n${script}`], { env: { ...host.env, TBRL_APP: app } });
+  await runInApp(app, ['bash', '-c', `${SOLVER_PRELUDE}\n${script}`], host);
+}
+
+async function runInApp(app: string, argv: string[], host: HostRun): Promise<void> {
+  const r = await run(host)(argv, { env: { ...host.env, TBRL_APP: app } });
   if (r.code !== 0) throw new Error(`reference step failed (exit ${r.code}): ${r.stderr.slice(-600)}`);
 }
 
@@ -313,8 +317,7 @@ async function applyProbe(app: string, probe: Probe, host: HostRun): Promise<voi
  * which bash counts, is one lower. One bash start-up fewer per near miss and re-run (~15 a task).
  */
 async function rerunEntryPoint(app: string, host: HostRun): Promise<void> {
-  const r = await run(host)(['bash', `${app}/pipeline.sh`, `${app}/data`, `${app}/out`], { env: { ...host.env, TBRL_APP: app } });
-  if (r.code !== 0) throw new Error(`reference step failed (exit ${r.code}): ${r.stderr.slice(-600)}`);
+  await runInApp(app, ['bash', `${app}/pipeline.sh`, `${app}/data`, `${app}/out`], host);
 }
 
 export function staticGates(t: SynthesizedTask): GateResult[] {

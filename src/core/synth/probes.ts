@@ -38,7 +38,6 @@ const ENTRY = 'pipeline.sh';
 const script = (body: string) => `#!/bin/bash\nset -e\n${body}\n`;
 /** The `after` step that re-runs the workspace's entry point on its own data and output directory. */
 export const RERUN_ENTRY = 'bash "$APP/pipeline.sh" "$APP/data" "$APP/out"';
-const rerunEntry = RERUN_ENTRY;
 
 /**
  * A pipeline that ignores its input and copies answers saved next to it. The probes' pipelines find
@@ -109,7 +108,7 @@ export function buildProbes(ctx: ProbeContext): Probe[] {
   const right = outputFiles(spec, ctx.expected);
   const probes: Probe[] = [];
   const shortcut = (name: string, files: Record<string, string | null>, more: Partial<Probe> = {}) => probes.push({ name, kind: 'shortcut', files, ...more });
-  const nearMiss = (name: string) => probes.push({ name, kind: 'near-miss', files: {}, reference: true, patches: NEAR_MISS_PATCHES[name], after: rerunEntry });
+  const nearMiss = (name: string) => probes.push({ name, kind: 'near-miss', files: {}, reference: true, patches: NEAR_MISS_PATCHES[name], after: RERUN_ENTRY });
   const staleSpec = ctx.faults.find((f) => f.class === 'stale-cache') as Extract<FaultSpec, { class: 'stale-cache' }> | undefined;
   const stale = outputFiles(spec, computeOutputs(spec, staleWorld(world, staleSpec ?? { class: 'stale-cache', droppedFactIds: world.facts.filter((_, i) => i % 4 === 0).map((f) => f.id), bumpedFactIds: [] })));
   const half = (t: string) => t.split('\n').slice(0, Math.max(2, Math.ceil(t.split('\n').length / 2))).join('\n') + '\n';
@@ -128,14 +127,14 @@ export function buildProbes(ctx: ProbeContext): Probe[] {
   shortcut('outputs-in-wrong-directory', Object.fromEntries(Object.entries(right).map(([p, t]) => [p.replace(/^out\//, 'output/'), t])));
   // Pipelines that do not compute.
   shortcut('replay-pipeline', { ...right, ...replayPipeline(right) });
-  shortcut('replay-pipeline-with-input-echo', { ...right, ...replayPipeline(right, `\nwc -l < "$1/${spec.shardDir.replace(/^data\//, '')}/_index.tsv" >> "$2/${spec.out.report.slice(spec.out.report.lastIndexOf('/') + 1)}"`) }, { after: rerunEntry });
+  shortcut('replay-pipeline-with-input-echo', { ...right, ...replayPipeline(right, `\nwc -l < "$1/${spec.shardDir.replace(/^data\//, '')}/_index.tsv" >> "$2/${spec.out.report.slice(spec.out.report.lastIndexOf('/') + 1)}"`) }, { after: RERUN_ENTRY });
   shortcut('crashing-pipeline', { ...right, [ENTRY]: script('echo "not implemented" >&2\nexit 1') });
   shortcut('stale-cache-replay-pipeline', { ...stale, ...replayPipeline(stale) });
   // Writes stale answers into the app's own out/ whatever OUTPUT_DIR says: grading must not let
   // that run change the workspace it is measuring.
   shortcut('pipeline-ignores-output-dir', { ...right, ...Object.fromEntries(Object.entries(stale).map(([p, t]) => [`stale/${p.slice(p.lastIndexOf('/') + 1)}`, t])), [ENTRY]: script('cp "${0%/*}"/stale/* "${0%/*}"/out/') });
   // The real pipeline, but it reads /app/data whatever INPUT_DIR says.
-  shortcut('pipeline-ignores-input-dir', { [ENTRY]: script('here="${0%/*}"\nexec python3 "$here/ref_pipeline.py" "$here/data" "$2" summary') }, { reference: true, after: rerunEntry });
+  shortcut('pipeline-ignores-input-dir', { [ENTRY]: script('here="${0%/*}"\nexec python3 "$here/ref_pipeline.py" "$here/data" "$2" summary') }, { reference: true, after: RERUN_ENTRY });
   // The real pipeline exists, but the graded files are not what it writes.
   shortcut('stale-outputs-real-pipeline', stale, { reference: true });
   shortcut('partial-write-looks-complete', { [spec.out.clean]: half(right[spec.out.clean]), [spec.out.enriched]: half(right[spec.out.enriched]) }, { reference: true });
@@ -148,10 +147,10 @@ export function buildProbes(ctx: ProbeContext): Probe[] {
     const [head, ...body] = ctx.inputs[indexPath(spec)].split('\n').filter((l) => l !== '');
     edited[indexPath(spec)] = [head, ...body.reverse()].join('\n') + '\n';
   }
-  shortcut('edited-inputs', edited, { reference: true, after: rerunEntry });
+  shortcut('edited-inputs', edited, { reference: true, after: RERUN_ENTRY });
   const first = world.partitions[0];
   const extraRow = renderFactLine(first.format, shardKeys(spec), { id: `${spec.idPrefix.fact}zz99`, a: world.dimA[0].id, b: world.dimB[0].id, amount: 1, partition: first.index });
-  shortcut('injected-input-record', {}, { reference: true, after: `printf '%s\\n' '${extraRow.replace(/'/g, `'\\''`)}' >> "$APP/${spec.shardDir}/${first.file}"\n${rerunEntry}` });
+  shortcut('injected-input-record', {}, { reference: true, after: `printf '%s\\n' '${extraRow.replace(/'/g, `'\\''`)}' >> "$APP/${spec.shardDir}/${first.file}"\n${RERUN_ENTRY}` });
   shortcut('input-scratch-file', {}, { reference: true, after: `echo scratch > "$APP/data/notes.txt"` });
 
   // Honest pipelines with one bug.
