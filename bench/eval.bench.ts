@@ -27,7 +27,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { makeEvalTasks } from '../test/helpers/eval-fixture';
-import { startLocalRayCluster } from '../test/helpers/ray-cluster';
+import { envList, startLocalRayCluster } from '../test/helpers/ray-cluster';
 import { convertTask } from '../src/core/tasks/convert';
 import { DockerSandboxProvider } from '../src/core/sandbox/provider';
 import { LABEL_PID } from '../src/core/sandbox/types';
@@ -49,7 +49,7 @@ const rayDefaults = process.argv.includes('--ray-defaults') || rayBEnv !== undef
 /** The third side's variables: Ray's defaults, or --ray-b-env's KEY=VALUE list. */
 const thirdEnv: Record<string, string> = rayBEnv === undefined
   ? { TBRL_RAY_QUIET: '0' }
-  : Object.fromEntries(rayBEnv.split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  : envList(rayBEnv);
 const thirdName = rayBEnv === undefined ? "Ray's defaults (TBRL_RAY_QUIET=0)" : `the cluster with ${rayBEnv}`;
 const only = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--rounds' && all[i - 1] !== '--ray-b-env');
 const want = (s: string): boolean => only.length === 0 || only.includes(s);
@@ -254,14 +254,7 @@ async function raySection(): Promise<void> {
     rayDefaults: (r: number) => raySide(r, 'rayDefaults'),
   };
   const raySide = async (r: number, side: 'ray' | 'rayDefaults'): Promise<number> => {
-    const saved = Object.fromEntries(Object.keys(thirdEnv).map((k) => [k, process.env[k]]));
-    if (side === 'rayDefaults') Object.assign(process.env, thirdEnv);
-    const cluster = await startLocalRayCluster({ workers: 2, dockerSlots: 4 }).finally(() => {
-      for (const [k, v] of Object.entries(saved)) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
-    });
+    const cluster = await startLocalRayCluster({ workers: 2, dockerSlots: 4, env: side === 'rayDefaults' ? thirdEnv : {} });
     try {
       // The cluster's rate when idle, measured before the job (untimed). It is at its idle rate from
       // the moment the start returns: sampled each second after the start, the first 10 / 20 / 40 s

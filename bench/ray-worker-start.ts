@@ -9,7 +9,7 @@
  * `flock /work/bench.lock`.
  */
 import { loadavg } from 'node:os';
-import { startLocalRayCluster } from '../test/helpers/ray-cluster';
+import { envList, startLocalRayCluster } from '../test/helpers/ray-cluster';
 import { RayJobsClient } from '../src/core/trainer/jobs';
 
 const flag = (name: string): string | undefined => {
@@ -18,7 +18,7 @@ const flag = (name: string): string | undefined => {
 };
 const jobs = Number(flag('jobs') ?? 4);
 const rounds = Number(flag('rounds') ?? 2);
-const bEnv: Record<string, string> = Object.fromEntries((flag('b') ?? 'TBRL_RAY_LIGHT_SETUP_WORKER=0').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const bEnv = envList(flag('b') ?? 'TBRL_RAY_LIGHT_SETUP_WORKER=0');
 
 const DRIVER = [
   'import ray',
@@ -32,14 +32,7 @@ const DRIVER = [
 ].join('\n');
 
 async function side(name: string, env: Record<string, string>): Promise<number[]> {
-  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, env);
-  const cluster = await startLocalRayCluster({ workers: 2, dockerSlots: 1 }).finally(() => {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  });
+  const cluster = await startLocalRayCluster({ workers: 2, dockerSlots: 1, env });
   const out: number[] = [];
   try {
     const client = new RayJobsClient({ url: cluster.dashboard });

@@ -3,7 +3,7 @@
 # with .venv/ray's python and the variables of scripts/ray-local.env in the environment. Never used for
 # a user's own cluster: `tbrl eval --ray` / `tbrl train` only talk to a cluster's Jobs API.
 #
-# It is `ray start` with two things `ray start` has no option for:
+# It is `ray start` with three things `ray start` has no option for:
 #
 # - TBRL_RAY_DASHBOARD_MODULES (comma-separated dashboard module class names, from scripts/ray-local.env):
 #   the head's dashboard loads only those (dashboard.py --modules-to-load). By default it runs nine module

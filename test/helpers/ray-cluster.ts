@@ -65,6 +65,11 @@ export function localRaySettings(env: NodeJS.ProcessEnv = process.env, file = LO
   return out;
 }
 
+/** A `K=V,K=V` list (the benches' flags) as variables; an empty value is kept (it clears a setting of the file). */
+export function envList(text: string): Record<string, string> {
+  return Object.fromEntries(text.split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+}
+
 /**
  * `ray start` through the local clusters' launcher (scripts/ray-start.py, which scripts/ray.sh uses too):
  * what of scripts/ray-local.env `ray start` has no option for (the dashboard's modules, the light setup
@@ -89,14 +94,16 @@ function commandOf(pid: number): string {
   }
 }
 
-export async function startLocalRayCluster(options: { basePort?: number; workers?: number; dockerSlots?: number } = {}): Promise<LocalRayCluster> {
+/** env: variables over the process's and scripts/ray-local.env's (a bench's A/B of one setting of the file). */
+export async function startLocalRayCluster(options: { basePort?: number; workers?: number; dockerSlots?: number; env?: Record<string, string> } = {}): Promise<LocalRayCluster> {
   const base = options.basePort ?? Number(process.env.TBRL_EVAL_RAY_BASE_PORT ?? 44000);
   const workers = options.workers ?? 2;
   const temp = `/tmp/tbrl-eval-ray-${base}`;
   mkdirSync(temp, { recursive: true });
   // A HOME of its own: a token file in ~/.ray (another cluster's) would otherwise switch this one to token auth.
   mkdirSync(join(temp, 'home'), { recursive: true });
-  const env = { TBRL_RAY_START_PATIENCE_S: '240', ...process.env, ...localRaySettings(), HOME: join(temp, 'home'), PATH: `${VENV}/bin:${process.env.PATH}` };
+  const given = { ...process.env, ...options.env };
+  const env = { TBRL_RAY_START_PATIENCE_S: '240', ...given, ...localRaySettings(given), HOME: join(temp, 'home'), PATH: `${VENV}/bin:${process.env.PATH}` };
   const nodes: LocalRayCluster['nodes'] = [];
   const common = ['--node-ip-address', '127.0.0.1', '--num-gpus', '0', '--object-store-memory', '100000000', '--disable-usage-stats', '--block'];
   // base..base+2 head services; 6 fixed ports per node from base+10; worker-process ports: head 20, each worker 25 (base+30..base+99).
