@@ -8,7 +8,9 @@
 //           job), so neither times its job straight on the heels of the other's end (the cluster's stop, the
 //           last removals); each round prints the whole machine's busy CPU-s in the job and the rate in the
 //           lead-in (from /proc/stat: it counts the short-lived processes a per-process sampler misses).
-//           TBRL_BENCH_TRACE=1 prints each side's start and end with the time and the containers left.
+//           Each job also prints its fixed costs from its trials' clocks: CLI start to the first trial, and the
+//           last trial's end to the CLI's exit. TBRL_BENCH_TRACE=1 prints each side's start and end with the time
+//           and the containers left.
 //   resume  time from `tbrl eval --resume` to the first new trial on a 1,000-trial job directory.
 // Run: npm run build && node --import tsx bench/eval.bench.ts [harbor] [ray] [resume] [--rounds N] [--no-harbor]
 //   --rounds N   harbor section: N rounds of `tbrl eval` / 8 × `tbrl run` / the warm-pool settings, order rotated each
@@ -19,13 +21,17 @@
 //                first (the method before 2026-12-03 09:00; the Jobs API's first-use set-up then lands in the job).
 //   --ray-defaults  ray section: a third side each round, the cluster on Ray's own defaults (TBRL_RAY_QUIET=0: without
 //                scripts/ray-local.env's settings), order rotated each round; its ratio to local printed beside.
+//   --servers    ray section: a third side each round, what the two worker nodes run of ours without Ray: two
+//                `eval-trial --serve --slots 4` fed the 64 trial specs from the bench (its time against local is
+//                the studio's own share of the Ray side's overhead; the rest is Ray's). Order rotated each round.
 //   --ray-b-env K=V,K=V  ray section: the same third side, but its cluster started with these variables over
 //                scripts/ray-local.env's (an empty value clears one: `TBRL_RAY_DASHBOARD_MODULES=` = all modules),
 //                to A/B one setting of the file in one run.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
 import { makeEvalTasks } from '../test/helpers/eval-fixture';
 import { envList, startLocalRayCluster } from '../test/helpers/ray-cluster';
 import { convertTask } from '../src/core/tasks/convert';
@@ -33,6 +39,7 @@ import { DockerSandboxProvider } from '../src/core/sandbox/provider';
 import { LABEL_PID } from '../src/core/sandbox/types';
 import { prepareJob } from '../src/core/eval/run-job';
 import { RayJobsClient } from '../src/core/trainer/jobs';
+import { TRIAL_DONE_PREFIX } from '../src/core/eval/ray-driver';
 import { TRIAL_SCHEMA, computeResults, trialDir, trialName, writeJsonAtomic, type JobResults, type TrialRecord } from '../src/core/eval/job';
 
 const CLI = resolve('dist/cli.js');
@@ -45,12 +52,16 @@ const rounds = Number(flag('--rounds') ?? 2);
 const noHarbor = process.argv.includes('--no-harbor');
 const coldCluster = process.argv.includes('--cold-cluster');
 const rayBEnv = flag('--ray-b-env');
-const rayDefaults = process.argv.includes('--ray-defaults') || rayBEnv !== undefined;
-/** The third side's variables: Ray's defaults, or --ray-b-env's KEY=VALUE list. */
+const servers = process.argv.includes('--servers');
+/** A third side each round: another cluster (--ray-defaults, --ray-b-env) or the nodes' servers without Ray (--servers). */
+const third = servers ? 'servers' : process.argv.includes('--ray-defaults') || rayBEnv !== undefined ? 'cluster' : undefined;
+/** The third cluster's variables: Ray's defaults, or --ray-b-env's KEY=VALUE list. */
 const thirdEnv: Record<string, string> = rayBEnv === undefined
   ? { TBRL_RAY_QUIET: '0' }
   : envList(rayBEnv);
-const thirdName = rayBEnv === undefined ? "Ray's defaults (TBRL_RAY_QUIET=0)" : `the cluster with ${rayBEnv}`;
+const thirdName = servers
+  ? 'the 2 node servers without Ray'
+  : rayBEnv === undefined ? "Ray's defaults (TBRL_RAY_QUIET=0)" : `the cluster with ${rayBEnv}`;
 const only = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--rounds' && all[i - 1] !== '--ray-b-env');
 const want = (s: string): boolean => only.length === 0 || only.includes(s);
 const scratch = mkdtempSync(join(tmpdir(), 'tbrl-eval-bench-'));
@@ -227,17 +238,27 @@ async function raySection(): Promise<void> {
   const tasks = ['r1', 'r2', 'r3', 'r4'].map((t) => join(root, t));
   tbrl(['run', tasks[0], '--policy', 'oracle', '--out', join(scratch, 'warm-ray')]);
   // Run without blocking this process, so that the Ray side's CPU sampler (a timer here) keeps sampling.
+  // Each job's fixed costs, from its trials' own clocks: the CLI start to the first trial's start (on the Ray
+  // side the Jobs API's supervisor, the driver and the node actors start in between) and the last trial's end
+  // to the CLI's exit (the result's way back: on the Ray side through the job log and the dashboard's tail).
+  const ends: Record<string, string> = {};
   const job = async (name: string, extra: string[] = []): Promise<number> => {
+    const t0 = Date.now();
     const sec = (await tbrlAsync(['eval', ...tasks, '--attempts', '16', '--concurrency', '8', '--policy', 'oracle', '--job-dir', join(scratch, name), '--json', ...extra])).sec;
+    const t1 = Date.now();
     const r = resultsOf(join(scratch, name));
     if (r.overall.outcomes.passed !== 64) throw new Error(`${name}: expected 64 passed, got ${JSON.stringify(r.overall.outcomes)}`);
+    const trials = readdirSync(join(scratch, name, 'trials')).map((d) => JSON.parse(readFileSync(join(scratch, name, 'trials', d, 'trial.json'), 'utf8')) as TrialRecord);
+    const first = Math.min(...trials.map((t) => Date.parse(t.startedAt)));
+    const last = Math.max(...trials.map((t) => Date.parse(t.endedAt)));
+    ends[name] = `first trial +${((first - t0) / 1000).toFixed(1)} s, last end to exit ${((t1 - last) / 1000).toFixed(1)} s`;
     return sec;
   };
   // The cluster runs only during the Ray side (started and stopped around it, untimed): its daemons'
   // own CPU is part of its overhead, not a load on the local side. Sides alternate from round to round.
   // CPU seconds of each side, for the account of where the Ray side's time goes on two shared cores:
   // the `tbrl eval` process (this process's reaped children) and the cluster's processes.
-  const cpu: Record<'local' | 'ray' | 'rayDefaults', string[]> = { local: [], ray: [], rayDefaults: [] };
+  const cpu: Record<'local' | 'ray' | 'third', string[]> = { local: [], ray: [], third: [] };
   const sides = {
     local: async (r: number) => {
       // The same untimed 3 s lead-in the Ray side has before its job (its idle sample), so neither side
@@ -246,15 +267,67 @@ async function raySection(): Promise<void> {
       const c0 = reapedChildrenCpu();
       const m0 = machineBusyCpu();
       const sec = await job(`job-local-${r}`);
-      cpu.local.push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}, machine ${(machineBusyCpu() - m0).toFixed(1)} (${(before / 3).toFixed(2)}/s before)`);
+      cpu.local.push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}, machine ${(machineBusyCpu() - m0).toFixed(1)} (${(before / 3).toFixed(2)}/s before; ${ends[`job-local-${r}`]})`);
       return sec;
     },
     ray: (r: number) => raySide(r, 'ray'),
-    // The same on a cluster with Ray's own defaults instead of scripts/ray-local.env's settings.
-    rayDefaults: (r: number) => raySide(r, 'rayDefaults'),
+    // The same on a cluster with Ray's own defaults (or --ray-b-env's variables) instead of scripts/ray-local.env's
+    // settings; or, with --servers, what the cluster's nodes run of ours without Ray.
+    third: (r: number) => (servers ? serversSide(r) : raySide(r, 'third')),
   };
-  const raySide = async (r: number, side: 'ray' | 'rayDefaults'): Promise<number> => {
-    const cluster = await startLocalRayCluster({ workers: 2, dockerSlots: 4, env: side === 'rayDefaults' ? thirdEnv : {} });
+  /**
+   * What the two worker nodes run of the studio's own, without Ray: two `eval-trial --serve --slots 4`
+   * processes (as the node actors start them) fed the same 64 trial specs straight from here, each
+   * trial handed to a server when one of its slots frees up (as the driver does). Its time against the
+   * local job is the studio's share of the Ray side's overhead; the rest is Ray's.
+   */
+  const serversSide = async (r: number): Promise<number> => {
+    const before = await machineBusyOver(3000);
+    const m0 = machineBusyCpu();
+    const t0 = Date.now();
+    const { job: prepared } = await prepareJob({ inputs: tasks, jobDir: join(scratch, `job-servers-${r}`), run: { attempts: 16, policy: 'oracle' }, concurrency: 8 });
+    const queue: string[] = [];
+    for (const task of prepared.tasks) {
+      for (let a = 1; a <= 16; a++) {
+        const trial = trialName(task.name, a);
+        const dir = trialDir(join(scratch, `job-servers-${r}`), trial);
+        const spec = join(dir, '.spec.json');
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(spec, JSON.stringify({ trial, attempt: a, retries: 0, task, run: prepared.run, dir, node: 'no-ray' }));
+        queue.push(spec);
+      }
+    }
+    let first = Infinity;
+    let last = 0;
+    await Promise.all([0, 1].map(() => new Promise<void>((res, rej) => {
+      const server = spawn(process.execPath, [CLI, 'eval-trial', '--serve', '--slots', '4'], { stdio: ['pipe', 'pipe', 'inherit'] });
+      let running = 0;
+      const next = (): void => {
+        const spec = queue.shift();
+        if (spec) {
+          running++;
+          server.stdin!.write(`${spec}\n`);
+        } else if (running === 0) server.stdin!.end();
+      };
+      createInterface({ input: server.stdout! }).on('line', (line) => {
+        if (!line.startsWith(TRIAL_DONE_PREFIX)) return;
+        running--;
+        const answer = JSON.parse(line.slice(TRIAL_DONE_PREFIX.length)) as { path: string; rc: number; error?: string };
+        const rec = JSON.parse(readFileSync(join(dirname(answer.path), 'trial.json'), 'utf8')) as TrialRecord;
+        if (answer.rc !== 0 || rec.outcome.class !== 'passed') rej(new Error(`no-Ray server: ${answer.path} ended ${answer.rc} ${rec.outcome.class} ${answer.error ?? ''}`));
+        first = Math.min(first, Date.parse(rec.startedAt));
+        last = Math.max(last, Date.parse(rec.endedAt));
+        next();
+      });
+      for (let i = 0; i < 4; i++) next();
+      server.on('exit', (code) => (code === 0 ? res() : rej(new Error(`no-Ray server exited ${code}`))));
+    })));
+    const t1 = Date.now();
+    cpu.third.push(`machine ${(machineBusyCpu() - m0).toFixed(1)} (${(before / 3).toFixed(2)}/s before; first trial +${((first - t0) / 1000).toFixed(1)} s, last end to exit ${((t1 - last) / 1000).toFixed(1)} s)`);
+    return (t1 - t0) / 1000;
+  };
+  const raySide = async (r: number, side: 'ray' | 'third'): Promise<number> => {
+    const cluster = await startLocalRayCluster({ workers: 2, dockerSlots: 4, env: side === 'third' ? thirdEnv : {} });
     try {
       // The cluster's rate when idle, measured before the job (untimed). It is at its idle rate from
       // the moment the start returns: sampled each second after the start, the first 10 / 20 / 40 s
@@ -284,7 +357,7 @@ async function raySection(): Promise<void> {
       const watch = cluster.watchCpu();
       const sec = await job(`job-${side}-${r}`, ['--ray', cluster.dashboard]);
       const machine = machineBusyCpu() - m0;
-      cpu[side].push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}, cluster ${watch.stop().toFixed(1)}, machine ${machine.toFixed(1)} (${(before / 3).toFixed(2)}/s before; cluster idle ${idle.toFixed(2)}/s${warm})`);
+      cpu[side].push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}, cluster ${watch.stop().toFixed(1)}, machine ${machine.toFixed(1)} (${(before / 3).toFixed(2)}/s before; cluster idle ${idle.toFixed(2)}/s${warm}; ${ends[`job-${side}-${r}`]})`);
       return sec;
     } finally {
       trace('ray job returned; stopping the cluster');
@@ -293,10 +366,10 @@ async function raySection(): Promise<void> {
     }
   };
   console.log(`ray section: load average ${loadavg()[0].toFixed(1)} at the start; ${rounds} round(s), sides alternated; ${coldCluster ? 'the job timed on the freshly started cluster (--cold-cluster)' : 'an untimed trivial job first on each fresh cluster'}`);
-  const times = { local: [] as number[], ray: [] as number[], rayDefaults: [] as number[] };
-  const three: Array<'local' | 'ray' | 'rayDefaults'> = ['local', 'ray', 'rayDefaults'];
+  const times = { local: [] as number[], ray: [] as number[], third: [] as number[] };
+  const three: Array<'local' | 'ray' | 'third'> = ['local', 'ray', 'third'];
   for (let r = 0; r < rounds; r++) {
-    const order = rayDefaults ? [...three.slice(r % 3), ...three.slice(0, r % 3)] : ((r % 2 === 0 ? ['local', 'ray'] : ['ray', 'local']) as Array<'local' | 'ray'>);
+    const order = third ? [...three.slice(r % 3), ...three.slice(0, r % 3)] : ((r % 2 === 0 ? ['local', 'ray'] : ['ray', 'local']) as Array<'local' | 'ray'>);
     const line: string[] = [];
     for (const side of order) {
       const l0 = loadavg()[0];
@@ -306,14 +379,14 @@ async function raySection(): Promise<void> {
       times[side].push(sec);
       line.push(`${side} ${sec.toFixed(1)} s (load ${l0.toFixed(1)})`);
     }
-    const defaults = rayDefaults ? `; ${thirdName} / local ${(times.rayDefaults[r] / times.local[r]).toFixed(2)}x (CPU-s ${cpu.rayDefaults[r]})` : '';
+    const defaults = third ? `; ${thirdName} / local ${(times.third[r] / times.local[r]).toFixed(2)}x (CPU-s ${cpu.third[r]})` : '';
     console.log(`round ${r + 1}: ${line.join(', ')}; ray / local ${(times.ray[r] / times.local[r]).toFixed(2)}x; CPU-s local ${cpu.local[r]}, ray ${cpu.ray[r]}${defaults}`);
   }
   const onRay = median(times.ray);
   const local = median(times.local);
   const pairs = times.ray.map((x, i) => x / times.local[i]);
   console.log(`ray / local per round: ${pairs.map((x) => `${x.toFixed(2)}x`).join(', ')}; load average ${loadavg()[0].toFixed(1)} at the end`);
-  if (rayDefaults) console.log(`${thirdName} / local per round: ${times.rayDefaults.map((x, i) => `${(x / times.local[i]).toFixed(2)}x`).join(', ')}; median ${median(times.rayDefaults).toFixed(1)} s; scripts/ray-local.env's settings / ${thirdName} per round: ${times.ray.map((x, i) => `${(x / times.rayDefaults[i]).toFixed(2)}x`).join(', ')}`);
+  if (third) console.log(`${thirdName} / local per round: ${times.third.map((x, i) => `${(x / times.local[i]).toFixed(2)}x`).join(', ')}; median ${median(times.third).toFixed(1)} s; the Ray side / ${thirdName} per round: ${times.ray.map((x, i) => `${(x / times.third[i]).toFixed(2)}x`).join(', ')}`);
   console.log('\n| 64 oracle trials, concurrency 8 | measured | baseline | ratio |\n|---|---|---|---|');
   console.log(`| 2-worker local Ray cluster (median of ${rounds}) | ${onRay.toFixed(1)} s | local \`tbrl eval\` ${local.toFixed(1)} s | **${(onRay / local).toFixed(2)}x** overhead (target ≤ 1.15x; rounds ${pairs.map((x) => `${x.toFixed(2)}x`).join(', ')}); ${(((onRay - local) / 64) * 1000).toFixed(0)} ms per trial |`);
 }
