@@ -237,22 +237,23 @@ async function raySection(): Promise<void> {
   const root = makeEvalTasks(['r1', 'r2', 'r3', 'r4'], join(scratch, 'ray-tasks'));
   const tasks = ['r1', 'r2', 'r3', 'r4'].map((t) => join(root, t));
   tbrl(['run', tasks[0], '--policy', 'oracle', '--out', join(scratch, 'warm-ray')]);
+  // A job's fixed costs, from its trials' own clocks: its start (t0) to the first trial's start (on the Ray side
+  // the Jobs API's supervisor, the driver and the node actors start in between) and the last trial's end to
+  // its end (t1; the result's way back: on the Ray side through the job log and the dashboard's tail).
+  const fixedCosts = (t0: number, t1: number, trials: TrialRecord[]): string => {
+    const first = Math.min(...trials.map((t) => Date.parse(t.startedAt)));
+    const last = Math.max(...trials.map((t) => Date.parse(t.endedAt)));
+    return `first trial +${((first - t0) / 1000).toFixed(1)} s, last end to exit ${((t1 - last) / 1000).toFixed(1)} s`;
+  };
   // Run without blocking this process, so that the Ray side's CPU sampler (a timer here) keeps sampling.
-  // Each job's fixed costs, from its trials' own clocks: the CLI start to the first trial's start (on the Ray
-  // side the Jobs API's supervisor, the driver and the node actors start in between) and the last trial's end
-  // to the CLI's exit (the result's way back: on the Ray side through the job log and the dashboard's tail).
-  const ends: Record<string, string> = {};
-  const job = async (name: string, extra: string[] = []): Promise<number> => {
+  const job = async (name: string, extra: string[] = []): Promise<{ sec: number; costs: string }> => {
     const t0 = Date.now();
     const sec = (await tbrlAsync(['eval', ...tasks, '--attempts', '16', '--concurrency', '8', '--policy', 'oracle', '--job-dir', join(scratch, name), '--json', ...extra])).sec;
     const t1 = Date.now();
     const r = resultsOf(join(scratch, name));
     if (r.overall.outcomes.passed !== 64) throw new Error(`${name}: expected 64 passed, got ${JSON.stringify(r.overall.outcomes)}`);
     const trials = readdirSync(join(scratch, name, 'trials')).map((d) => JSON.parse(readFileSync(join(scratch, name, 'trials', d, 'trial.json'), 'utf8')) as TrialRecord);
-    const first = Math.min(...trials.map((t) => Date.parse(t.startedAt)));
-    const last = Math.max(...trials.map((t) => Date.parse(t.endedAt)));
-    ends[name] = `first trial +${((first - t0) / 1000).toFixed(1)} s, last end to exit ${((t1 - last) / 1000).toFixed(1)} s`;
-    return sec;
+    return { sec, costs: fixedCosts(t0, t1, trials) };
   };
   // The cluster runs only during the Ray side (started and stopped around it, untimed): its daemons'
   // own CPU is part of its overhead, not a load on the local side. Sides alternate from round to round.
@@ -266,8 +267,8 @@ async function raySection(): Promise<void> {
       const before = await machineBusyOver(3000);
       const c0 = reapedChildrenCpu();
       const m0 = machineBusyCpu();
-      const sec = await job(`job-local-${r}`);
-      cpu.local.push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}, machine ${(machineBusyCpu() - m0).toFixed(1)} (${(before / 3).toFixed(2)}/s before; ${ends[`job-local-${r}`]})`);
+      const { sec, costs } = await job(`job-local-${r}`);
+      cpu.local.push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}, machine ${(machineBusyCpu() - m0).toFixed(1)} (${(before / 3).toFixed(2)}/s before; ${costs})`);
       return sec;
     },
     ray: (r: number) => raySide(r, 'ray'),
@@ -297,8 +298,7 @@ async function raySection(): Promise<void> {
         queue.push(spec);
       }
     }
-    let first = Infinity;
-    let last = 0;
+    const done: TrialRecord[] = [];
     await Promise.all([0, 1].map(() => new Promise<void>((res, rej) => {
       const server = spawn(process.execPath, [CLI, 'eval-trial', '--serve', '--slots', '4'], { stdio: ['pipe', 'pipe', 'inherit'] });
       let running = 0;
@@ -313,17 +313,18 @@ async function raySection(): Promise<void> {
         if (!line.startsWith(TRIAL_DONE_PREFIX)) return;
         running--;
         const answer = JSON.parse(line.slice(TRIAL_DONE_PREFIX.length)) as { path: string; rc: number; error?: string };
+        // A trial the server could not record has no trial.json: its answer says why.
+        if (answer.rc !== 0) return rej(new Error(`no-Ray server: ${answer.path} ended with rc ${answer.rc}: ${answer.error ?? 'no error text'}`));
         const rec = JSON.parse(readFileSync(join(dirname(answer.path), 'trial.json'), 'utf8')) as TrialRecord;
-        if (answer.rc !== 0 || rec.outcome.class !== 'passed') rej(new Error(`no-Ray server: ${answer.path} ended ${answer.rc} ${rec.outcome.class} ${answer.error ?? ''}`));
-        first = Math.min(first, Date.parse(rec.startedAt));
-        last = Math.max(last, Date.parse(rec.endedAt));
+        if (rec.outcome.class !== 'passed') return rej(new Error(`no-Ray server: ${answer.path} ended ${rec.outcome.class}: ${rec.outcome.cause ?? ''}`));
+        done.push(rec);
         next();
       });
       for (let i = 0; i < 4; i++) next();
       server.on('exit', (code) => (code === 0 ? res() : rej(new Error(`no-Ray server exited ${code}`))));
     })));
     const t1 = Date.now();
-    cpu.third.push(`machine ${(machineBusyCpu() - m0).toFixed(1)} (${(before / 3).toFixed(2)}/s before; first trial +${((first - t0) / 1000).toFixed(1)} s, last end to exit ${((t1 - last) / 1000).toFixed(1)} s)`);
+    cpu.third.push(`machine ${(machineBusyCpu() - m0).toFixed(1)} (${(before / 3).toFixed(2)}/s before; ${fixedCosts(t0, t1, done)})`);
     return (t1 - t0) / 1000;
   };
   const raySide = async (r: number, side: 'ray' | 'third'): Promise<number> => {
@@ -355,9 +356,9 @@ async function raySection(): Promise<void> {
       const c0 = reapedChildrenCpu();
       const m0 = machineBusyCpu();
       const watch = cluster.watchCpu();
-      const sec = await job(`job-${side}-${r}`, ['--ray', cluster.dashboard]);
+      const { sec, costs } = await job(`job-${side}-${r}`, ['--ray', cluster.dashboard]);
       const machine = machineBusyCpu() - m0;
-      cpu[side].push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}, cluster ${watch.stop().toFixed(1)}, machine ${machine.toFixed(1)} (${(before / 3).toFixed(2)}/s before; cluster idle ${idle.toFixed(2)}/s${warm}; ${ends[`job-${side}-${r}`]})`);
+      cpu[side].push(`client ${(reapedChildrenCpu() - c0).toFixed(1)}, cluster ${watch.stop().toFixed(1)}, machine ${machine.toFixed(1)} (${(before / 3).toFixed(2)}/s before; cluster idle ${idle.toFixed(2)}/s${warm}; ${costs})`);
       return sec;
     } finally {
       trace('ray job returned; stopping the cluster');
@@ -379,8 +380,8 @@ async function raySection(): Promise<void> {
       times[side].push(sec);
       line.push(`${side} ${sec.toFixed(1)} s (load ${l0.toFixed(1)})`);
     }
-    const defaults = third ? `; ${thirdName} / local ${(times.third[r] / times.local[r]).toFixed(2)}x (CPU-s ${cpu.third[r]})` : '';
-    console.log(`round ${r + 1}: ${line.join(', ')}; ray / local ${(times.ray[r] / times.local[r]).toFixed(2)}x; CPU-s local ${cpu.local[r]}, ray ${cpu.ray[r]}${defaults}`);
+    const thirdLine = third ? `; ${thirdName} / local ${(times.third[r] / times.local[r]).toFixed(2)}x (CPU-s ${cpu.third[r]})` : '';
+    console.log(`round ${r + 1}: ${line.join(', ')}; ray / local ${(times.ray[r] / times.local[r]).toFixed(2)}x; CPU-s local ${cpu.local[r]}, ray ${cpu.ray[r]}${thirdLine}`);
   }
   const onRay = median(times.ray);
   const local = median(times.local);
