@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, existsSync, readFileSync, mkdtempSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
+import { tapFailures } from './tap-failures.mjs';
 
 const which = process.argv[2] ?? 'all';
 const suites = which === 'all' ? ['unit', 'integration', 'e2e'] : [which];
@@ -22,6 +23,8 @@ const scratch = mkdtempSync(join(tmpdir(), 'tbrl-test-'));
 let passed = 0;
 let failed = 0;
 let failedRuns = 0;
+// What failed and why, repeated just above the closing line: CI keeps only the tail of the output.
+const failures = [];
 
 function runFiles(label, files, concurrency, env = {}) {
   if (files.length === 0) return;
@@ -38,7 +41,18 @@ function runFiles(label, files, concurrency, env = {}) {
   const count = (k) => Number((text.match(new RegExp(`^# ${k} (\\d+)$`, 'm')) ?? [])[1] ?? 0);
   passed += count('pass');
   failed += count('fail') + count('cancelled');
+  failures.push(...tapFailures(text).map((f) => ({ suite: label, ...f })));
   if (r.status !== 0) failedRuns++;
+}
+
+function printFailures() {
+  if (failures.length === 0) return;
+  console.log(`\n=== failures: ${failures.length} ===`);
+  for (const f of failures) {
+    const error = f.error.split('\n').slice(0, 20).join('\n').slice(0, 1500);
+    const where = [f.location && `test at ${f.location}`, f.thrownAt && `thrown from ${f.thrownAt}`].filter(Boolean).join('\n  ');
+    console.log(`✖ [${f.suite}] ${f.name}${where ? `\n  ${where}` : ''}\n  ${error.replace(/\n/g, '\n  ')}`);
+  }
 }
 
 // The trainer tests submit jobs to a real local Ray head: one head for the whole integration run,
@@ -96,5 +110,6 @@ function runChaos() {
   if (r.status !== 0) failedRuns++;
 }
 
+printFailures();
 console.log(`\n${passed} passed, ${failed} failed`);
 process.exit(failed > 0 || failedRuns > 0 ? 1 : 0);
