@@ -4,6 +4,7 @@ import { interpolateRdBu } from 'd3-scale-chromatic';
 import { line } from 'd3-shape';
 import { axisBottom, axisLeft } from 'd3-axis';
 import { Endpoint } from '../shared/ipc';
+import { DecideGate } from './decide-gate';
 import { Decide, Decided, GetStep, SelectStep, StepShown, type InspectorPayload, type StepInspectorState, type StepView, type TurnChoice } from './protocol';
 
 interface VsCodeApi {
@@ -73,6 +74,7 @@ function content(s: HTMLElement): HTMLElement {
 
 /** The outcome of the last decision stays in the status line across the stops of that run that follow it. */
 let lastDecision: { runId: string; message: string } | undefined;
+const gate = new DecideGate();
 let shown: StepView | undefined;
 
 function setStatus(text: string, ok = false): void {
@@ -93,6 +95,7 @@ function render(p: InspectorPayload): void {
   setStatus(decided ?? '', decided !== undefined);
   renderDecideBar(v);
   renderCandidates(v);
+  setDecideEnabled(gate.rendered(v));
   renderMatrix(v);
   renderReward(v);
   renderPhi(v);
@@ -143,18 +146,19 @@ function setDecideEnabled(enabled: boolean): void {
 async function decide(choice: TurnChoice): Promise<void> {
   const v = shown;
   if (!v?.pending) return;
-  // One decision per turn: every button goes grey until the adapter refused (then the choice is open again).
+  // One decision per turn (decide-gate.ts): every button goes grey until the adapter refused.
   setDecideEnabled(false);
+  gate.sending(v);
   setStatus(choice.action === 'edit' ? `Step ${v.step}: edit the turn in the input box…` : `Step ${v.step}: sending…`, true);
   try {
     // No timeout: an edit waits for the user in the input box.
     const r = await ipc.sendRequest(Decide, { step: v.step, choice }, 0);
     if (r.sent) lastDecision = { runId: v.runId, message: r.message };
     setStatus(r.message, r.sent);
-    if (!r.sent && shown === v) setDecideEnabled(true);
+    if (!r.sent && gate.refused(v, shown)) setDecideEnabled(true);
   } catch (err) {
     setStatus(`The decision was not sent: ${(err as Error).message}`);
-    if (shown === v) setDecideEnabled(true);
+    if (gate.refused(v, shown)) setDecideEnabled(true);
   }
 }
 
@@ -234,7 +238,7 @@ ipc.onNotification(Decided, ({ step, message }) => {
   if (shown) lastDecision = { runId: shown.runId, message };
   // The next stop may already be shown (its buttons stay): the message still says what was decided.
   setStatus(message, true);
-  if (shown?.pending && shown.step === step) setDecideEnabled(false);
+  if (gate.decidedElsewhere(step, shown)) setDecideEnabled(false);
 });
 ipc.sendRequest(GetStep, undefined).then((r) => {
   if ('empty' in r) status.textContent = r.empty;
