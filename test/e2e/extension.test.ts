@@ -111,7 +111,10 @@ test('the trace graph shows the commands, E and the paths into E, and a click se
   await graph.toggle('file-edges');
   assert.equal(await graph.visibleEdges('file'), 0);
   // Hide the panel behind another editor in its group (VS Code discards a hidden webview), then bring it back.
+  // The graph's group is locked (new editors open elsewhere), so unlock it first, as a user would.
   await page.locator('.tab', { hasText: 'Trace graph' }).first().click();
+  assert.equal(await page.locator('.editor-group-container.active.locked').count(), 1, 'the graph opened in a locked group of its own');
+  await wb.runCommand('View: Unlock Editor Group');
   await wb.runCommand('File: New Untitled Text File');
   await page.locator('iframe.webview.ready').first().waitFor({ state: 'hidden', timeout: 10_000 });
   await page.locator('.tab', { hasText: 'Trace graph' }).first().click();

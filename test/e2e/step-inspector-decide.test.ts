@@ -62,6 +62,9 @@ test('"Run this" on a candidate the verifier did not pick runs that candidate an
   await wb.runCommand('TBRL: Show Step Inspector');
   const inspector = new StepInspector(wb.webview());
   await inspector.waitForPending(0);
+  // A group of its own, locked: the stops below open their turns in the first group, never over the inspector.
+  assert.equal(await page.locator('.editor-group-container.locked').count(), 1);
+  assert.equal(await page.locator('.editor-group-container.locked .tab').count(), 1);
   assert.deepEqual((await inspector.candidates()).map((c) => [c.index, c.chosen, c.score, c.text]), [
     ['0', true, 'score 0.900', CANDIDATES[0]], ['1', false, 'score 0.500', CANDIDATES[1]], ['2', false, 'score 0.200', CANDIDATES[2]],
   ]);
@@ -91,7 +94,8 @@ test('"Run this" on a candidate the verifier did not pick runs that candidate an
   const input = page.locator('.quick-input-widget', { hasText: 'Edited turn' });
   await input.waitFor({ state: 'visible', timeout: 20_000 });
   assert.match(await input.locator('input').inputValue(), /echo second-turn/);
-  await page.keyboard.press('Escape');
+  // On the box itself: a stop that opens its turn in the editor after the box showed takes the keyboard focus.
+  await input.locator('input').press('Escape');
   await inspector.waitForStatus(/^Step 1: edit cancelled, nothing was sent\.$/);
   await inspector.frame.locator('#decide button.decide[data-action="stop"]:not([disabled])').waitFor({ timeout: 10_000 });
 

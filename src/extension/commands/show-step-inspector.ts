@@ -8,7 +8,7 @@ export const showStepInspector: CommandDef = {
   async run(ctx, arg) {
     const trajectory = await pickTrajectory(ctx, arg, true);
     if (!trajectory) return false;
-    StepInspectorPanel.show(ctx.extension, ctx.tracker, trajectory);
+    await StepInspectorPanel.show(ctx.extension, ctx.tracker, trajectory);
     return true;
   },
 };

@@ -12,7 +12,7 @@ export const showTraceGraph: CommandDef = {
     if (arg === undefined && session?.type === 'tbrl') await ctx.tracker.resolveTrajectory(session);
     const trajectory = await pickTrajectory(ctx, arg, true);
     if (!trajectory) return false;
-    TraceGraphPanel.show(ctx.extension, ctx.tracker, trajectory);
+    await TraceGraphPanel.show(ctx.extension, ctx.tracker, trajectory);
     return true;
   },
 };

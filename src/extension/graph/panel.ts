@@ -4,7 +4,8 @@ import { Endpoint } from '../../../webview/shared/ipc';
 import { GetGraph, GraphChanged, SelectStep, StepChanged, type GraphPayload } from '../../../webview/trace-graph/protocol';
 import { graphWithRun } from './data';
 import { errorMessage } from '../../core/errors';
-import { webviewHtml, webviewResourceRoots } from '../webview/html';
+import { webviewHtml, webviewOptions } from '../webview/html';
+import { openSidePanel } from '../webview/side-panel';
 import type { DebugTracker, RunChange } from '../debug/tracker';
 import { SelectStepRequest, sendCustomRequest } from '../debug/protocol';
 
@@ -32,17 +33,19 @@ export class TraceGraphPanel {
   private refreshing?: Promise<void>;
   private again = false;
 
-  static show(context: vscode.ExtensionContext, tracker: DebugTracker, trajectory: string): TraceGraphPanel {
+  static async show(context: vscode.ExtensionContext, tracker: DebugTracker, trajectory: string): Promise<TraceGraphPanel> {
     if (TraceGraphPanel.current) {
       void TraceGraphPanel.current.setTrajectory(trajectory);
       TraceGraphPanel.current.panel.reveal(vscode.ViewColumn.Beside, true);
       return TraceGraphPanel.current;
     }
-    // Focus stays in the editor: the debugger opens each step's turn in the active group, which must not be the graph's.
-    const panel = vscode.window.createWebviewPanel('tbrl.traceGraph', 'Trace graph', { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, {
-      enableScripts: true,
-      localResourceRoots: webviewResourceRoots(context.extensionUri),
-    });
+    // In a group of its own, locked, with focus back in the editor: the debugger opens each step's turn in the active group, which must not be the graph's.
+    const panel = await openSidePanel('tbrl.traceGraph', 'Trace graph', webviewOptions(context.extensionUri));
+    if (TraceGraphPanel.current) {
+      // Shown twice at once: keep the first, whose webview is already loading.
+      panel.dispose();
+      return TraceGraphPanel.current;
+    }
     TraceGraphPanel.current = new TraceGraphPanel(context, tracker, panel, trajectory);
     return TraceGraphPanel.current;
   }

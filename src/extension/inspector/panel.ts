@@ -5,6 +5,7 @@ import { buildPendingStepView, buildStepView } from '../../../webview/step-inspe
 import { readTrajectory } from '../../core/trajectory/reader';
 import { errorMessage } from '../../core/errors';
 import { webviewHtml, webviewOptions } from '../webview/html';
+import { openSidePanel } from '../webview/side-panel';
 import type { DebugTracker } from '../debug/tracker';
 import { decideTurn, pendingTurnOf } from '../debug/decide-turn';
 import type { PendingTurnInfo } from '../../core/debug/turn';
@@ -22,14 +23,19 @@ export class StepInspectorPanel {
   private readonly disposables: vscode.Disposable[] = [];
   private step = 0;
 
-  static show(context: vscode.ExtensionContext, tracker: DebugTracker, trajectory: string, step?: number): StepInspectorPanel {
+  static async show(context: vscode.ExtensionContext, tracker: DebugTracker, trajectory: string, step?: number): Promise<StepInspectorPanel> {
     if (StepInspectorPanel.current) {
       void StepInspectorPanel.current.showStep(trajectory, step ?? tracker.stepOf(trajectory) ?? 0);
       StepInspectorPanel.current.panel.reveal(vscode.ViewColumn.Beside, true);
       return StepInspectorPanel.current;
     }
-    // Focus stays in the editor: the debugger opens each step's turn in the active group, which must not be the inspector's.
-    const panel = vscode.window.createWebviewPanel('tbrl.stepInspector', 'Step inspector', { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, webviewOptions(context.extensionUri));
+    // In a group of its own, locked, with focus back in the editor: the debugger opens each step's turn in the active group, which must not be the inspector's.
+    const panel = await openSidePanel('tbrl.stepInspector', 'Step inspector', webviewOptions(context.extensionUri));
+    if (StepInspectorPanel.current) {
+      // Shown twice at once: keep the first, whose webview is already loading.
+      panel.dispose();
+      return StepInspectorPanel.current;
+    }
     StepInspectorPanel.current = new StepInspectorPanel(tracker, panel, trajectory, step ?? tracker.stepOf(trajectory) ?? 0);
     panel.webview.html = webviewHtml(panel.webview, context.extensionUri, 'step-inspector', 'Step inspector');
     return StepInspectorPanel.current;

@@ -48,7 +48,9 @@ export class DebugView {
 
   /** Debug toolbar buttons by codicon: debug-step-back, debug-reverse-continue, debug-continue, debug-step-over, debug-stop. */
   async toolbar(icon: string): Promise<void> {
-    await this.page.locator(`.debug-toolbar .action-label.codicon-${icon}`).click();
+    // The toolbar greys its buttons while the workbench has not yet taken in a stop (the adapter's
+    // events reach the extension first): a click on a grey button does nothing, so wait for it.
+    await this.page.locator(`.debug-toolbar .action-label.codicon-${icon}:not(.disabled)`).click({ timeout: 20_000 });
   }
 
   /** Adds a function breakpoint the way a user does: command, inline input in the Breakpoints view, Enter. */

@@ -41,12 +41,25 @@ export class Editor {
   async hoverLine(lineStart: string, timeout = 10_000): Promise<void> {
     // Editors of background tabs stay in the DOM, hidden: take the visible line.
     const line = this.page.locator(`${this.editor} .view-lines .view-line:visible`, { hasText: lineStart }).first();
-    await line.waitFor({ state: 'visible', timeout });
-    const box = await line.boundingBox();
-    if (!box) throw new Error(`The line starting "${lineStart}" is not visible`);
-    await this.page.mouse.move(box.x + 20, box.y + box.height / 2);
     // The glyph-margin hover widget is always in the DOM (hidden); wait for the one with content.
-    await this.page.locator('.monaco-hover:not(.hidden) .hover-contents').first().waitFor({ state: 'visible', timeout });
+    const hover = this.page.locator('.monaco-hover:not(.hidden) .hover-contents').first();
+    const deadline = Date.now() + timeout;
+    // Monaco re-renders its lines (a tab just activated, a layout pass): a line found visible can be
+    // replaced before it is measured, and a hover can be dismissed by that pass, so both are retried.
+    for (;;) {
+      const left = deadline - Date.now();
+      await line.waitFor({ state: 'visible', timeout: Math.max(left, 1) });
+      const box = await line.boundingBox();
+      if (box) {
+        await this.page.mouse.move(box.x + 20, box.y + box.height / 2);
+        const shown = await hover.waitFor({ state: 'visible', timeout: Math.max(Math.min(3_000, deadline - Date.now()), 1) }).then(() => true, () => false);
+        if (shown) return;
+        // Out of the editor and back: Monaco only opens a hover on a mouse move over the text.
+        await this.page.mouse.move(1, 1);
+      }
+      if (Date.now() > deadline) throw new Error(`No hover showed on the line starting "${lineStart}" within ${timeout} ms${box ? '' : ' (the line was never measurable)'}`);
+      await this.page.waitForTimeout(200);
+    }
   }
 
   async waitForAfterText(lineStart: string, expected: RegExp, timeout = 20_000): Promise<string[]> {
