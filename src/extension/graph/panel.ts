@@ -34,19 +34,15 @@ export class TraceGraphPanel {
   private again = false;
 
   static async show(context: vscode.ExtensionContext, tracker: DebugTracker, trajectory: string): Promise<TraceGraphPanel> {
-    if (TraceGraphPanel.current) {
-      void TraceGraphPanel.current.setTrajectory(trajectory);
-      TraceGraphPanel.current.panel.reveal(vscode.ViewColumn.Beside, true);
-      return TraceGraphPanel.current;
+    if (!TraceGraphPanel.current) {
+      // In a group of its own, locked, with focus back in the editor: the debugger opens each step's turn in the active group, which must not be the graph's.
+      const panel = await openSidePanel('tbrl.traceGraph', 'Trace graph', webviewOptions(context.extensionUri));
+      // Shown twice at once: the first panel stays and shows what this call asked for.
+      if (TraceGraphPanel.current) panel.dispose();
+      else return (TraceGraphPanel.current = new TraceGraphPanel(context, tracker, panel, trajectory));
     }
-    // In a group of its own, locked, with focus back in the editor: the debugger opens each step's turn in the active group, which must not be the graph's.
-    const panel = await openSidePanel('tbrl.traceGraph', 'Trace graph', webviewOptions(context.extensionUri));
-    if (TraceGraphPanel.current) {
-      // Shown twice at once: keep the first, whose webview is already loading.
-      panel.dispose();
-      return TraceGraphPanel.current;
-    }
-    TraceGraphPanel.current = new TraceGraphPanel(context, tracker, panel, trajectory);
+    void TraceGraphPanel.current.setTrajectory(trajectory);
+    TraceGraphPanel.current.panel.reveal(vscode.ViewColumn.Beside, true);
     return TraceGraphPanel.current;
   }
 

@@ -24,20 +24,19 @@ export class StepInspectorPanel {
   private step = 0;
 
   static async show(context: vscode.ExtensionContext, tracker: DebugTracker, trajectory: string, step?: number): Promise<StepInspectorPanel> {
-    if (StepInspectorPanel.current) {
-      void StepInspectorPanel.current.showStep(trajectory, step ?? tracker.stepOf(trajectory) ?? 0);
-      StepInspectorPanel.current.panel.reveal(vscode.ViewColumn.Beside, true);
-      return StepInspectorPanel.current;
+    if (!StepInspectorPanel.current) {
+      // In a group of its own, locked, with focus back in the editor: the debugger opens each step's turn in the active group, which must not be the inspector's.
+      const panel = await openSidePanel('tbrl.stepInspector', 'Step inspector', webviewOptions(context.extensionUri));
+      // Shown twice at once: the first panel stays and shows what this call asked for.
+      if (StepInspectorPanel.current) panel.dispose();
+      else {
+        StepInspectorPanel.current = new StepInspectorPanel(tracker, panel, trajectory, step ?? tracker.stepOf(trajectory) ?? 0);
+        panel.webview.html = webviewHtml(panel.webview, context.extensionUri, 'step-inspector', 'Step inspector');
+        return StepInspectorPanel.current;
+      }
     }
-    // In a group of its own, locked, with focus back in the editor: the debugger opens each step's turn in the active group, which must not be the inspector's.
-    const panel = await openSidePanel('tbrl.stepInspector', 'Step inspector', webviewOptions(context.extensionUri));
-    if (StepInspectorPanel.current) {
-      // Shown twice at once: keep the first, whose webview is already loading.
-      panel.dispose();
-      return StepInspectorPanel.current;
-    }
-    StepInspectorPanel.current = new StepInspectorPanel(tracker, panel, trajectory, step ?? tracker.stepOf(trajectory) ?? 0);
-    panel.webview.html = webviewHtml(panel.webview, context.extensionUri, 'step-inspector', 'Step inspector');
+    void StepInspectorPanel.current.showStep(trajectory, step ?? tracker.stepOf(trajectory) ?? 0);
+    StepInspectorPanel.current.panel.reveal(vscode.ViewColumn.Beside, true);
     return StepInspectorPanel.current;
   }
 
