@@ -40,7 +40,7 @@ import { LABEL_PID } from '../src/core/sandbox/types';
 import { prepareJob } from '../src/core/eval/run-job';
 import { RayJobsClient } from '../src/core/trainer/jobs';
 import { TRIAL_DONE_PREFIX } from '../src/core/eval/ray-driver';
-import { TRIAL_SCHEMA, computeResults, trialDir, trialName, writeJsonAtomic, type JobResults, type TrialRecord } from '../src/core/eval/job';
+import { TRIAL_SCHEMA, computeResults, readTrials, trialDir, trialName, writeJsonAtomic, type JobResults, type TrialRecord } from '../src/core/eval/job';
 
 const CLI = resolve('dist/cli.js');
 const HARBOR = resolve('.venv/harbor/bin/harbor');
@@ -252,8 +252,7 @@ async function raySection(): Promise<void> {
     const t1 = Date.now();
     const r = resultsOf(join(scratch, name));
     if (r.overall.outcomes.passed !== 64) throw new Error(`${name}: expected 64 passed, got ${JSON.stringify(r.overall.outcomes)}`);
-    const trials = readdirSync(join(scratch, name, 'trials')).map((d) => JSON.parse(readFileSync(join(scratch, name, 'trials', d, 'trial.json'), 'utf8')) as TrialRecord);
-    return { sec, costs: fixedCosts(t0, t1, trials) };
+    return { sec, costs: fixedCosts(t0, t1, [...readTrials(join(scratch, name)).values()]) };
   };
   // The cluster runs only during the Ray side (started and stopped around it, untimed): its daemons'
   // own CPU is part of its overhead, not a load on the local side. Sides alternate from round to round.
