@@ -17,13 +17,9 @@ export class DecideGate {
 
   /** A view is rendered: may its buttons be clicked? Any other view than the decided turn means the run moved on, or back. */
   rendered(v: TurnRef): boolean {
-    if (!v.pending) {
-      this.decided = undefined;
-      return false;
-    }
-    if (this.isDecided(v)) return false;
+    if (v.pending && sameTurn(this.decided, v)) return false;
     this.decided = undefined;
-    return true;
+    return !!v.pending;
   }
 
   /** The user chose on `v`: no second choice on it while this one is on its way. */
@@ -33,8 +29,8 @@ export class DecideGate {
 
   /** Nothing was sent for `v`: may the buttons of `shown` (the view on screen now) be clicked again? */
   refused(v: TurnRef, shown: TurnRef | undefined): boolean {
-    if (this.isDecided(v)) this.decided = undefined;
-    return !!shown?.pending && shown.runId === v.runId && shown.step === v.step;
+    if (sameTurn(this.decided, v)) this.decided = undefined;
+    return !!shown?.pending && sameTurn(shown, v);
   }
 
   /** Decided elsewhere (the Decide Turn quick pick): should the buttons of `shown` go grey? */
@@ -43,8 +39,8 @@ export class DecideGate {
     this.decided = { runId: shown.runId, step };
     return true;
   }
+}
 
-  private isDecided(v: TurnRef): boolean {
-    return this.decided?.runId === v.runId && this.decided.step === v.step;
-  }
+function sameTurn(a: { runId: string; step: number } | undefined, b: { runId: string; step: number }): boolean {
+  return a?.runId === b.runId && a.step === b.step;
 }
