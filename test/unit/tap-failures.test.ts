@@ -1,14 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 // scripts/tap-failures.mjs on what node's own tap reporter writes for a file with a failing
-// assertion inside a suite, a test that times out, a passing test and a failing hook: CI keeps
-// only the tail of the output, so scripts/test.mjs repeats these there.
+// assertion inside a suite, a test that times out, an error with quotes and two lines, and a passing
+// test: CI keeps only the tail of the output, so scripts/test.mjs repeats these there.
 
 type Failure = { name: string; location: string; thrownAt: string; error: string };
 const load = async (): Promise<(tap: string) => Failure[]> =>
@@ -18,7 +18,7 @@ test('the failures of a real node --test TAP report: name, test line, thrown-fro
   const dir = mkdtempSync(join(tmpdir(), 'tbrl-tap-'));
   try {
     const file = join(dir, 'test', 'sample.test.mjs');
-    spawnSync('mkdir', ['-p', join(dir, 'test')]);
+    mkdirSync(join(dir, 'test'));
     writeFileSync(file, [
       "import { test, describe } from 'node:test';",
       "import assert from 'node:assert/strict';",
